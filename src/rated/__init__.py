@@ -1,0 +1,48 @@
+"""rated: reliability-aware tool retrieval for AI agents (RATED, CIKM 2026).
+
+Semantic retrieval over a tool catalog, re-ranked by a contextual bandit that learns from every execution
+outcome, so agents stop picking tools that are failing and return to them once they recover.
+"""
+
+from rated.catalog.schema import Auth, AuthType, Provenance, Tool
+from rated.errors import (
+    CatalogError,
+    ConfigError,
+    DataError,
+    IndexFormatError,
+    ModelError,
+    QueryError,
+    RatedError,
+    StoreBusyError,
+    StoreError,
+    UnknownToolError,
+)
+from rated.outcome import Outcome, OutcomeKind
+from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Auth",
+    "AuthType",
+    "BasePolicy",
+    "Candidates",
+    "CatalogError",
+    "ConfigError",
+    "DataError",
+    "Feedback",
+    "IndexFormatError",
+    "ModelError",
+    "Outcome",
+    "OutcomeKind",
+    "Policy",
+    "Provenance",
+    "QueryError",
+    "Ranking",
+    "RatedError",
+    "StoreBusyError",
+    "StoreError",
+    "Tool",
+    "UnknownToolError",
+    "__version__",
+]

@@ -1,0 +1,87 @@
+"""The normalised tool record every catalog source is converted into."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["Auth", "AuthType", "Provenance", "Tool"]
+
+MAX_ID_LENGTH = 512
+
+
+class AuthType(str, Enum):
+    NONE = "none"
+    API_KEY = "api_key"
+    OAUTH2 = "oauth2"
+    BASIC = "basic"
+    OTHER = "other"
+    UNKNOWN = "unknown"  # the source says nothing: a metadata defect when the tool clearly needs auth
+
+
+class Auth(BaseModel):
+    """How the tool authenticates; ``credential`` names the credential or env var (never its value)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: AuthType = AuthType.UNKNOWN
+    credential: str | None = None
+
+
+class Provenance(BaseModel):
+    """Where the record came from, so every tool can be traced to a package release and its license."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    package: str | None = None
+    version: str | None = None
+    license: str | None = None
+    path: str | None = None  # file inside the package, or URL of the source document
+
+
+class Tool(BaseModel):
+    """One callable tool.
+
+    ``id`` is stable and unique within a catalog. ``provider`` groups tools that fail together (same API
+    host, credential or MCP server); ``group`` links near-duplicate listings of one integration across
+    platforms, so that training never uses one as a negative for the other.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    name: str = Field(min_length=1)
+    description: str = ""
+    source: str = "custom"  # langchain | crewai | llamaindex | n8n | public_apis | openai | mcp | custom ...
+    parameters: dict[str, Any] = Field(default_factory=dict)  # JSON-schema-like object
+    endpoint: str | None = None
+    auth: Auth = Field(default_factory=Auth)
+    tags: tuple[str, ...] = ()
+    provider: str | None = None
+    group: str | None = None
+    provenance: Provenance | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id", "name")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("must not be blank")
+        return value
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _tags_as_tuple(cls, value: Any) -> Any:
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            return (value,)
+        return tuple(value)
+
+    @property
+    def provider_key(self) -> str:
+        """The provider, or the tool id when none is known (a tool is then its own provider)."""
+        return self.provider or self.id

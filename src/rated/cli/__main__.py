@@ -1,0 +1,5 @@
+import sys
+
+from rated.cli import main
+
+sys.exit(main())

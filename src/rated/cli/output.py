@@ -1,0 +1,26 @@
+"""Console helpers shared by the CLI modules: rich for people, plain JSON for machines."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+__all__ = ["console", "err_console", "fail", "print_json"]
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def fail(message: str) -> None:
+    """One clear error line on stderr (no traceback)."""
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
+
+
+def print_json(payload: Any) -> None:
+    """Machine-readable output: exactly one JSON document on stdout."""
+    sys.stdout.write(json.dumps(payload, indent=2, default=str) + "\n")
+    sys.stdout.flush()

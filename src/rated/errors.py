@@ -1,0 +1,106 @@
+"""Errors raised by rated.
+
+Every error derives from one root so that callers can catch everything with a single ``except``::
+
+    RatedError
+    ├── ConfigError          bad option or setting (weights, k, paths)
+    ├── CatalogError         malformed catalog: ``.problems`` lists every (location, field, reason)
+    ├── QueryError           empty, non-text or oversized query
+    ├── UnknownToolError     a tool id that the catalog does not hold (``.tool_id``)
+    ├── IndexFormatError     an index/model folder written by another format version, or damaged
+    ├── ModelError           the encoder model cannot be prepared or loaded
+    ├── DataError            a benchmark dataset is missing or inconsistent
+    └── StoreError           the state store cannot be read or written
+        └── StoreBusyError   a writer held the lock for too long (retryable)
+
+The CLI maps each class to a non-zero exit code and one clear line; the HTTP service maps them to 4xx/5xx.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "CatalogError",
+    "CatalogProblem",
+    "ConfigError",
+    "DataError",
+    "IndexFormatError",
+    "ModelError",
+    "QueryError",
+    "RatedError",
+    "StoreBusyError",
+    "StoreError",
+    "UnknownToolError",
+]
+
+
+class RatedError(Exception):
+    """Root of every error that rated raises on purpose."""
+
+
+class ConfigError(RatedError, ValueError):
+    """A configuration value is invalid."""
+
+
+@dataclass(frozen=True)
+class CatalogProblem:
+    """One defect found while reading a catalog."""
+
+    location: str  # "line 3", "item 12", "tools[4]"
+    field: str  # "id", "description", "" for the whole record
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.location}, field {self.field!r}" if self.field else self.location
+        return f"{where}: {self.reason}"
+
+
+class CatalogError(RatedError, ValueError):
+    """A catalog could not be read; ``problems`` lists every defect found, not just the first."""
+
+    def __init__(self, message: str, problems: list[CatalogProblem] | None = None, path: str | None = None):
+        self.problems = list(problems or [])
+        self.path = path
+        detail = ""
+        if self.problems:
+            shown = "\n".join(f"  - {p}" for p in self.problems[:20])
+            more = f"\n  ... and {len(self.problems) - 20} more" if len(self.problems) > 20 else ""
+            detail = f"\n{shown}{more}"
+        prefix = f"{path}: " if path else ""
+        super().__init__(f"{prefix}{message}{detail}")
+
+
+class QueryError(RatedError, ValueError):
+    """A query is empty, not text, or too long."""
+
+
+class UnknownToolError(RatedError, KeyError):
+    """A tool id is not in the catalog."""
+
+    def __init__(self, tool_id: str):
+        self.tool_id = tool_id
+        super().__init__(tool_id)
+
+    def __str__(self) -> str:
+        return f"unknown tool id: {self.tool_id!r}"
+
+
+class IndexFormatError(RatedError):
+    """A stored index or model folder has an unexpected format or version."""
+
+
+class ModelError(RatedError):
+    """The encoder model could not be prepared or loaded."""
+
+
+class DataError(RatedError, ValueError):
+    """A benchmark dataset is missing or inconsistent."""
+
+
+class StoreError(RatedError):
+    """The state store could not be read or written."""
+
+
+class StoreBusyError(StoreError):
+    """The store stayed locked by another writer for longer than the timeout."""

@@ -1,0 +1,74 @@
+"""Execution outcomes an agent reports back, and which of them count against a tool."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+from rated.errors import ConfigError
+
+__all__ = ["Outcome", "OutcomeKind"]
+
+
+class OutcomeKind(str, Enum):
+    """What happened when the agent called the tool."""
+
+    SUCCESS = "success"
+    TOOL_ERROR = "tool_error"  # the tool (server) failed: 5xx, exception inside the tool
+    TIMEOUT = "timeout"  # no answer in time: often transient
+    RATE_LIMITED = "rate_limited"  # 429 and friends; usually comes with a retry-after hint
+    AUTH_ERROR = "auth_error"  # the tool's credentials are rejected: lasts until someone fixes them
+    CALLER_ERROR = "caller_error"  # bad arguments from the agent: never the tool's fault
+
+    @property
+    def is_success(self) -> bool:
+        return self is OutcomeKind.SUCCESS
+
+    @property
+    def counts_against_tool(self) -> bool:
+        """True for failures that say something about the tool's health."""
+        return self not in (OutcomeKind.SUCCESS, OutcomeKind.CALLER_ERROR)
+
+    @classmethod
+    def parse(cls, value: OutcomeKind | str) -> OutcomeKind:
+        """Parse a user-given name (case-insensitive) with an error that lists the allowed names."""
+        if isinstance(value, OutcomeKind):
+            return value
+        try:
+            return cls(str(value).strip().lower())
+        except ValueError:
+            allowed = ", ".join(k.value for k in cls)
+            raise ConfigError(f"unknown outcome {value!r}; expected one of: {allowed}") from None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One execution result. ``retry_after`` (seconds or steps, in the policy's clock) is a hint."""
+
+    kind: OutcomeKind
+    retry_after: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, OutcomeKind):
+            object.__setattr__(self, "kind", OutcomeKind.parse(self.kind))
+        if self.retry_after is not None and (not math.isfinite(self.retry_after) or self.retry_after < 0):
+            raise ConfigError(f"retry_after must be a finite number >= 0, got {self.retry_after!r}")
+
+    @classmethod
+    def of(cls, value: Outcome | OutcomeKind | str | bool, retry_after: float | None = None) -> Outcome:
+        """Coerce the forms users pass (``"tool_error"``, ``True``/``False``, an ``OutcomeKind``)."""
+        if isinstance(value, Outcome):
+            return value
+        if isinstance(value, bool):
+            return cls(OutcomeKind.SUCCESS if value else OutcomeKind.TOOL_ERROR, retry_after)
+        return cls(OutcomeKind.parse(value), retry_after)
+
+    @property
+    def is_success(self) -> bool:
+        return self.kind.is_success
+
+    @property
+    def counts_against_tool(self) -> bool:
+        return self.kind.counts_against_tool
+

@@ -1,0 +1,174 @@
+"""The one ``Policy`` protocol shared by the live retriever and the dynamic simulator.
+
+A policy re-ranks the semantic top-K (``Candidates``) and learns from the execution outcome of the tool
+that was actually called (``Feedback``). It never sees ground truth or which tools are down. Time is
+injected (``now``): steps in the simulator, seconds in production, so that fading and cool-downs are
+testable without sleeping.
+
+Write a new policy by subclassing ``BasePolicy`` and implementing ``_score`` (read-only) and ``_learn``
+(the one state change). Hyper-parameters are ``__init__`` arguments stored under the same names; learned
+state lives in underscore attributes, so ``clone()`` rebuilds an untrained copy (river's convention).
+"""
+
+from __future__ import annotations
+
+import abc
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, Self, runtime_checkable
+
+import numpy as np
+
+from rated.errors import ConfigError
+from rated.outcome import Outcome
+
+__all__ = ["BasePolicy", "Candidates", "Feedback", "Policy", "Ranking", "State"]
+
+State = dict[str, np.ndarray]  # a policy's persisted state for one key: named float arrays
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The semantic stage's top-K for one query: what a policy re-ranks.
+
+    ``semantic`` is S_sem (higher is better, on a [0, 1]-like scale), ``prior`` is r_static in [0, 1],
+    ``context`` the L2-normalised query embedding (None when the retriever is not dense).
+    """
+
+    tool_ids: tuple[str, ...]
+    semantic: np.ndarray
+    prior: np.ndarray
+    providers: tuple[str, ...]
+    context: np.ndarray | None = None
+    now: float = 0.0
+
+    def __post_init__(self) -> None:
+        k = len(self.tool_ids)
+        if k == 0:
+            raise ConfigError("Candidates needs at least one tool")
+        for name in ("semantic", "prior"):
+            arr = np.asarray(getattr(self, name), dtype=np.float32)
+            if arr.shape != (k,):
+                raise ConfigError(f"Candidates.{name} must have shape ({k},), got {arr.shape}")
+            if not np.all(np.isfinite(arr)):
+                raise ConfigError(f"Candidates.{name} contains NaN or infinite scores")
+            object.__setattr__(self, name, arr)
+        if len(self.providers) != k:
+            raise ConfigError(f"Candidates.providers must have {k} entries, got {len(self.providers)}")
+        if self.context is not None:
+            ctx = np.asarray(self.context, dtype=np.float32).ravel()
+            if not np.all(np.isfinite(ctx)):
+                raise ConfigError("Candidates.context contains NaN or infinite values")
+            object.__setattr__(self, "context", ctx)
+
+    def __len__(self) -> int:
+        return len(self.tool_ids)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """A policy's answer: ``order`` indexes into the candidates, best first.
+
+    ``scores`` and every array in ``components`` are aligned with the *candidates* (not with ``order``).
+    ``healthy`` is the policy's view of each candidate; ``degraded`` is True when no candidate looked
+    healthy and the ranking was returned anyway (fail open).
+    """
+
+    order: np.ndarray
+    scores: np.ndarray
+    components: Mapping[str, np.ndarray] = field(default_factory=dict)
+    healthy: np.ndarray | None = None
+    degraded: bool = False
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The outcome of executing ``tool_id`` for a query whose embedding is ``context``."""
+
+    tool_id: str
+    outcome: Outcome
+    now: float = 0.0
+    context: np.ndarray | None = None
+    provider: str | None = None
+    probe: bool = False  # a health probe no agent paid for, not a real call
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What the retriever and the simulator need from any re-ranker."""
+
+    name: str
+
+    def rank(self, candidates: Candidates) -> Ranking: ...
+
+    def learn(self, feedback: Feedback) -> None: ...
+
+    def clone(self) -> Self: ...
+
+    def state_keys(self, feedback: Feedback) -> list[str]: ...
+
+    def get_state(self, key: str) -> State | None: ...
+
+    def set_state(self, key: str, state: State | None) -> None: ...
+
+
+class BasePolicy(abc.ABC):
+    """Shared behaviour: input checks, ignoring caller errors, fail-open ranking, clone, state access."""
+
+    name: ClassVar[str] = "base"
+    attempts: ClassVar[int] = 1  # how many ranked tools an agent may try per step (retry baselines)
+
+    # ---- ranking -----------------------------------------------------------------------------------
+    def rank(self, candidates: Candidates) -> Ranking:
+        scores, components, healthy = self._score(candidates)
+        scores = np.asarray(scores, dtype=np.float64)
+        if scores.shape != (len(candidates),) or not np.all(np.isfinite(scores)):
+            raise ConfigError(f"{type(self).__name__}._score returned invalid scores: {scores!r}")
+        healthy_arr = np.ones(len(candidates), dtype=bool) if healthy is None else np.asarray(healthy, bool)
+        degraded = not bool(healthy_arr.any())
+        # healthy first, then by score; stable so that ties keep the semantic order
+        order = np.lexsort((-scores, ~healthy_arr)) if not degraded else np.argsort(-scores, kind="stable")
+        return Ranking(order=order, scores=scores, components=components, healthy=healthy_arr, degraded=degraded)
+
+    @abc.abstractmethod
+    def _score(
+        self, candidates: Candidates
+    ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
+        """Return (final score per candidate, named score components, healthy mask or None)."""
+
+    # ---- learning ----------------------------------------------------------------------------------
+    def learn(self, feedback: Feedback) -> None:
+        if not feedback.outcome.is_success and not feedback.outcome.counts_against_tool:
+            return  # caller errors say nothing about the tool
+        self._learn(feedback)
+
+    def _learn(self, feedback: Feedback) -> None:  # noqa: B027 - a policy without feedback learns nothing
+        """Update state from one tool-attributable outcome. The only method that changes state."""
+
+    # ---- persistence: a policy's state is a set of keyed States (one per tool, provider, ...) -------
+    def state_keys(self, feedback: Feedback) -> list[str]:
+        """The state keys that ``learn(feedback)`` may change (the store locks and rewrites them)."""
+        return [feedback.tool_id]
+
+    def get_state(self, key: str) -> State | None:
+        return None
+
+    def set_state(self, key: str, state: State | None) -> None:
+        return None
+
+    def all_state_keys(self) -> Sequence[str]:
+        return ()
+
+    # ---- cloning -----------------------------------------------------------------------------------
+    def get_params(self) -> dict[str, Any]:
+        sig = inspect.signature(type(self).__init__)
+        return {n: getattr(self, n) for n in sig.parameters if n != "self" and hasattr(self, n)}
+
+    def clone(self, **overrides: Any) -> Self:
+        """A fresh, untrained copy with the same hyper-parameters (and any overrides)."""
+        return type(self)(**{**self.get_params(), **overrides})
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
