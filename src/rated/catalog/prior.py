@@ -1,0 +1,195 @@
+"""The static reliability prior ``r_static`` (paper-notes 1.2): a per-tool score from metadata only.
+
+``r_static = 0.5 * r_cons + 0.3 * w_src + 0.2 * r_qual``, and a tool is *reliable* when ``r_static >= 0.8``:
+
+- ``r_cons``: name/description consistency, the cosine of the encoder embeddings of the (humanised) name
+  and of the description, clipped to [0, 1]; 0 when the description is empty;
+- ``w_src``: source credibility from ``SOURCE_WEIGHTS`` (1.0 for a tool whose record says it is the
+  provider's own, first-party tool, 0.9 LangChain / CrewAI / LlamaIndex, 0.8 n8n, 0.6 otherwise);
+- ``r_qual``: documentation quality, ``sigmoid(0.6 * z_desc + 0.4 * z_meta)`` where ``z`` is
+  ``(x - median) / std`` over the catalog of the description length (characters) and of the metadata
+  richness (number of tags + number of parameters + has an endpoint + has auth information).
+
+The z-scores depend on the catalog they were fitted on. ``compute_prior`` fits them and returns the
+medians/stds in ``PriorResult.stats``; tools added later are scored with ``score_new(tools, encoder,
+stats)`` so that adding a tool never changes the prior of the others.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from rated.catalog.schema import AuthType, Tool
+from rated.encode.base import Encoder
+from rated.errors import CatalogError
+
+__all__ = [
+    "DEFAULT_SOURCE_WEIGHT",
+    "FIRST_PARTY_WEIGHT",
+    "RELIABLE_THRESHOLD",
+    "SOURCE_WEIGHTS",
+    "WEIGHTS",
+    "PriorResult",
+    "PriorStats",
+    "compute_prior",
+    "humanise_name",
+    "metadata_richness",
+    "score_new",
+    "source_weight",
+]
+
+#: Source credibility ``w_src`` by ``Tool.source`` (the authors' table). A tool whose ``extra`` has
+#: ``"first_party": true`` (published by the provider of the API it calls) gets ``FIRST_PARTY_WEIGHT``.
+SOURCE_WEIGHTS: Mapping[str, float] = MappingProxyType(
+    {"official": 1.0, "langchain": 0.9, "crewai": 0.9, "llamaindex": 0.9, "n8n": 0.8}
+)
+FIRST_PARTY_WEIGHT = 1.0
+DEFAULT_SOURCE_WEIGHT = 0.6
+#: (w_cons, w_src, w_qual) of the linear combination, and the inner weights of r_qual.
+WEIGHTS = (0.5, 0.3, 0.2)
+QUAL_WEIGHTS = (0.6, 0.4)
+RELIABLE_THRESHOLD = 0.8
+
+
+@dataclass(frozen=True)
+class PriorStats:
+    """Medians and standard deviations the z-scores were fitted with (kept so new tools score alike)."""
+
+    desc_median: float
+    desc_std: float
+    meta_median: float
+    meta_std: float
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PriorStats:
+        return cls(**{k: float(data[k]) for k in ("desc_median", "desc_std", "meta_median", "meta_std")})
+
+
+@dataclass(frozen=True)
+class PriorResult:
+    """Per-tool prior components, aligned with ``tool_ids`` (float32 arrays, ``reliable`` bool)."""
+
+    tool_ids: tuple[str, ...]
+    r_cons: np.ndarray
+    w_src: np.ndarray
+    r_qual: np.ndarray
+    r_static: np.ndarray
+    reliable: np.ndarray
+    stats: PriorStats
+
+    def __len__(self) -> int:
+        return len(self.tool_ids)
+
+    def record(self, i: int) -> dict[str, Any]:
+        """The components of tool ``i`` as plain floats (for JSON and ``Tool.extra``)."""
+        return {
+            "r_static": round(float(self.r_static[i]), 4),
+            "r_cons": round(float(self.r_cons[i]), 4),
+            "w_src": round(float(self.w_src[i]), 4),
+            "r_qual": round(float(self.r_qual[i]), 4),
+            "reliable": bool(self.reliable[i]),
+        }
+
+
+def compute_prior(
+    tools: Sequence[Tool],
+    encoder: Encoder,
+    *,
+    stats: PriorStats | None = None,
+    batch_size: int = 64,
+    progress: bool = False,
+) -> PriorResult:
+    """Score every tool in one batch. Without ``stats`` the z-score statistics are fitted on ``tools``."""
+    if not tools:
+        if stats is None:
+            raise CatalogError("cannot fit the reliability prior on an empty catalog")
+        empty = np.zeros(0, dtype=np.float32)
+        return PriorResult((), empty, empty, empty, empty, np.zeros(0, dtype=bool), stats)
+    desc_len = np.array([len(t.description.strip()) for t in tools], dtype=np.float64)
+    richness = np.array([metadata_richness(t) for t in tools], dtype=np.float64)
+    if stats is None:
+        stats = PriorStats(
+            desc_median=float(np.median(desc_len)),
+            desc_std=float(desc_len.std()),
+            meta_median=float(np.median(richness)),
+            meta_std=float(richness.std()),
+        )
+    z_desc = _z(desc_len, stats.desc_median, stats.desc_std)
+    z_meta = _z(richness, stats.meta_median, stats.meta_std)
+    r_qual = 1.0 / (1.0 + np.exp(-(QUAL_WEIGHTS[0] * z_desc + QUAL_WEIGHTS[1] * z_meta)))
+    r_cons = _consistency(tools, encoder, batch_size=batch_size, progress=progress)
+    w_src = np.array([source_weight(t) for t in tools], dtype=np.float64)
+    r_static = WEIGHTS[0] * r_cons + WEIGHTS[1] * w_src + WEIGHTS[2] * r_qual
+    r_static = np.clip(r_static, 0.0, 1.0)
+    return PriorResult(
+        tool_ids=tuple(t.id for t in tools),
+        r_cons=r_cons.astype(np.float32),
+        w_src=w_src.astype(np.float32),
+        r_qual=r_qual.astype(np.float32),
+        r_static=r_static.astype(np.float32),
+        reliable=r_static >= RELIABLE_THRESHOLD,
+        stats=stats,
+    )
+
+
+def score_new(tools: Sequence[Tool], encoder: Encoder, stats: PriorStats, **kwargs: Any) -> PriorResult:
+    """Score tools added after the catalog was fitted, with the catalog's stored statistics."""
+    return compute_prior(tools, encoder, stats=stats, **kwargs)
+
+
+def source_weight(tool: Tool) -> float:
+    """``w_src`` for one tool (see ``SOURCE_WEIGHTS``)."""
+    if tool.extra.get("first_party") is True:
+        return FIRST_PARTY_WEIGHT
+    return SOURCE_WEIGHTS.get(tool.source.lower(), DEFAULT_SOURCE_WEIGHT)
+
+
+def metadata_richness(tool: Tool) -> int:
+    """Tags + parameters + has an endpoint + has auth information (the ``z_meta`` input)."""
+    props = tool.parameters.get("properties") if isinstance(tool.parameters, dict) else None
+    n_params = len(props) if isinstance(props, dict) else 0
+    has_endpoint = int(bool(tool.endpoint and tool.endpoint.strip()))
+    has_auth = int(tool.auth.type != AuthType.UNKNOWN)
+    return len(tool.tags) + n_params + has_endpoint + has_auth
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SEPARATORS = re.compile(r"[_\-./:]+")
+
+
+def humanise_name(name: str) -> str:
+    """``"GmailSendMessage"`` / ``"gmail_send_message"`` -> ``"Gmail Send Message"``-like words.
+
+    Identifiers are split so that a word-piece encoder sees words, not one opaque token run.
+    """
+    return " ".join(_CAMEL.sub(" ", _SEPARATORS.sub(" ", name)).split())
+
+
+def _consistency(tools: Sequence[Tool], encoder: Encoder, *, batch_size: int, progress: bool) -> np.ndarray:
+    names = [humanise_name(t.name) or t.name for t in tools]
+    descs = [" ".join(t.description.split()) for t in tools]
+    unique = sorted({*names, *(d for d in descs if d)})
+    position = {text: i for i, text in enumerate(unique)}
+    emb = np.asarray(encoder.encode_tools(unique, batch_size=batch_size, progress=progress), dtype=np.float32)
+    norms = np.linalg.norm(emb, axis=1, keepdims=True)
+    emb = emb / np.where(norms > 0, norms, 1.0)  # cosine even from an encoder that forgot to normalise
+    out = np.zeros(len(tools), dtype=np.float64)
+    for i, (name, desc) in enumerate(zip(names, descs, strict=True)):
+        if desc:
+            out[i] = float(emb[position[name]] @ emb[position[desc]])
+    return np.clip(out, 0.0, 1.0)
+
+
+def _z(x: np.ndarray, median: float, std: float) -> np.ndarray:
+    if not np.isfinite(std) or std <= 1e-12:
+        return np.zeros_like(x)
+    return (x - median) / std
