@@ -1,0 +1,129 @@
+"""Dense inner-product index over unit-norm embeddings (faiss): exact by default, HNSW for large pools.
+
+The vectors are kept in a numpy array beside the faiss index, so tools can be added and removed without
+re-encoding the others (removal rebuilds the faiss structure from the stored vectors), and the exact score
+of any tool for a query is one dot product (used when fusing with lexical candidates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import faiss
+import numpy as np
+
+from rated.errors import ConfigError, UnknownToolError
+from rated.index.ids import check_new_ids
+
+__all__ = ["DenseIndex"]
+
+
+class DenseIndex:
+    """Inner-product search over ``(n, dim)`` float32 vectors, each under a string id.
+
+    ``kind="flat"`` is exact (faiss ``IndexFlatIP``); ``kind="hnsw"`` is approximate (``IndexHNSWFlat`` with
+    inner product), for pools of hundreds of thousands of tools. Positions returned by ``search`` index
+    ``ids`` as it is now; they shift when tools are removed.
+
+    >>> idx = DenseIndex(dim=2)
+    >>> idx.add(["a", "b"], np.array([[1, 0], [0.6, 0.8]], dtype=np.float32))
+    >>> pos, scores = idx.search(np.array([0.0, 1.0], dtype=np.float32), 1)
+    >>> idx.ids[int(pos[0])], round(float(scores[0]), 2)
+    ('b', 0.8)
+    """
+
+    def __init__(self, dim: int, kind: str = "flat", hnsw_m: int = 32, ef_search: int = 128):
+        if kind not in ("flat", "hnsw"):
+            raise ConfigError(f"unknown dense index kind {kind!r}; expected 'flat' or 'hnsw'")
+        if dim < 1:
+            raise ConfigError(f"embedding dim must be positive, got {dim}")
+        self.dim = int(dim)
+        self.kind = kind
+        self.hnsw_m = int(hnsw_m)
+        self.ef_search = int(ef_search)
+        self._ids: list[str] = []
+        self._pos: dict[str, int] = {}
+        self._vecs = np.zeros((0, self.dim), dtype=np.float32)
+        self._faiss = self._new_faiss()
+
+    def _new_faiss(self) -> faiss.Index:
+        if self.kind == "flat":
+            return faiss.IndexFlatIP(self.dim)
+        index = faiss.IndexHNSWFlat(self.dim, self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efSearch = self.ef_search
+        return index
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self._ids)
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """The stored ``(n, dim)`` vectors, aligned with ``ids`` (read-only view)."""
+        view = self._vecs.view()
+        view.flags.writeable = False
+        return view
+
+    def _check(self, vectors: np.ndarray, n: int) -> np.ndarray:
+        arr = np.ascontiguousarray(vectors, dtype=np.float32)
+        if arr.ndim != 2 or arr.shape != (n, self.dim):
+            raise ConfigError(f"expected embeddings of shape ({n}, {self.dim}), got {tuple(arr.shape)}")
+        if not np.isfinite(arr).all():
+            raise ConfigError("embeddings contain NaN or infinite values")
+        return arr
+
+    def add(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+        """Append tools; an id already present (or repeated in ``ids``) is an error."""
+        arr = self._check(vectors, len(ids))
+        check_new_ids(ids, self._pos)
+        start = len(self._ids)
+        for offset, tool_id in enumerate(ids):
+            self._pos[tool_id] = start + offset
+        self._ids.extend(ids)
+        self._vecs = np.concatenate([self._vecs, arr]) if start else arr.copy()
+        if len(arr):
+            self._faiss.add(arr)
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Drop tools by id (unknown ids raise ``UnknownToolError``); the rest keep their vectors."""
+        for tool_id in ids:
+            if tool_id not in self._pos:
+                raise UnknownToolError(tool_id)
+        drop = {self._pos[i] for i in ids}
+        keep = np.array([p for p in range(len(self._ids)) if p not in drop], dtype=np.int64)
+        self._ids = [self._ids[p] for p in keep]
+        self._pos = {tool_id: p for p, tool_id in enumerate(self._ids)}
+        self._vecs = self._vecs[keep] if len(keep) else np.zeros((0, self.dim), dtype=np.float32)
+        self._faiss = self._new_faiss()
+        if len(self._vecs):
+            self._faiss.add(self._vecs)
+
+    def position(self, tool_id: str) -> int:
+        try:
+            return self._pos[tool_id]
+        except KeyError:
+            raise UnknownToolError(tool_id) from None
+
+    def search(self, query_vec: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` positions (int64) and inner products (float32) for one query vector."""
+        pos, scores = self.search_many(np.asarray(query_vec, dtype=np.float32).reshape(1, -1), k)
+        return pos[0], scores[0]
+
+    def search_many(self, query_vecs: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` per row (``k`` is capped at the pool size)."""
+        q = self._check(query_vecs, len(query_vecs))
+        k = max(0, min(int(k), len(self._ids)))
+        if k == 0:
+            empty = np.zeros((len(q), 0))
+            return empty.astype(np.int64), empty.astype(np.float32)
+        scores, pos = self._faiss.search(q, k)
+        return pos.astype(np.int64), scores.astype(np.float32)
+
+    def scores(self, query_vecs: np.ndarray, positions: np.ndarray | None = None) -> np.ndarray:
+        """Exact inner products: ``(n_queries, n_tools)``, or only at ``positions`` when given."""
+        q = np.asarray(query_vecs, dtype=np.float32)
+        vecs = self._vecs if positions is None else self._vecs[positions]
+        return q @ vecs.T

@@ -1,0 +1,22 @@
+"""Id bookkeeping shared by the indexes."""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable
+
+from rated.errors import CatalogError
+
+__all__ = ["check_new_ids"]
+
+
+def check_new_ids(ids: Iterable[str], existing: Container[str]) -> None:
+    """Raise ``CatalogError`` naming every id that is already indexed or repeated in ``ids``."""
+    seen: set[str] = set()
+    dupes: set[str] = set()
+    for tool_id in ids:
+        if tool_id in existing or tool_id in seen:
+            dupes.add(tool_id)
+        seen.add(tool_id)
+    if dupes:
+        shown = ", ".join(map(repr, sorted(dupes)[:10]))
+        raise CatalogError(f"duplicate tool id(s): {shown}" + (" ..." if len(dupes) > 10 else ""))

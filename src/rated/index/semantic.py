@@ -1,0 +1,232 @@
+"""The semantic stage of RATED: dense cosine fused with lexical evidence into one score, ``S_sem``.
+
+``S_sem`` scale (what the policy fuses as ``0.75*S_sem + 0.15*S_bandit + 0.10*r_static``):
+with the default ``convex`` fusion,
+
+    S_sem = w * clip(cos(e_q, e_a), 0, 1) + (1 - w) * lexical_norm(q, a)
+
+where ``cos`` is the encoder cosine (unit vectors) and ``lexical_norm`` is a lexical score mapped to
+[0, 1] by ``SemanticConfig.lexical_norm`` (``max``: BM25 divided by the query's best BM25 score, so the
+best lexical match gets 1; ``bound``: BM25 divided by the query's score bound; ``none``: a TF-IDF cosine).
+So ``S_sem`` is in [0, 1]; a tool that matches the query well in meaning and words sits around 0.6-0.9,
+an unrelated one near 0-0.2. With ``rrf`` fusion, ``S_sem`` is the reciprocal-rank score divided by its
+maximum (1 = ranked first by both). ``dense_weight=1`` is the plain dense encoder; ``0`` is lexical only.
+The default configuration is the one chosen on the validation splits of the offline benchmarks
+(``rated bench offline``; see ``rated.bench.offline``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from rated.catalog.schema import Tool
+from rated.catalog.text import DEFAULT_LEXICAL, TextConfig, lexical_text
+from rated.errors import ConfigError, QueryError, UnknownToolError
+from rated.index.dense import DenseIndex
+from rated.index.fusion import convex, normalise, ranks, rrf, top_k
+from rated.index.ids import check_new_ids
+from rated.index.lexical import BM25Index
+from rated.index.tfidf import TfidfIndex
+
+__all__ = ["DEFAULT_SEMANTIC", "SemanticConfig", "SemanticIndex"]
+
+LEXICAL_KINDS = ("bm25", "tfidf", "none")
+FUSIONS = ("convex", "rrf")
+
+
+@dataclass(frozen=True)
+class SemanticConfig:
+    """How the semantic stage scores a query against the pool (defaults chosen on validation splits)."""
+
+    dense_weight: float = 0.6  # w in S_sem = w*cos + (1-w)*lexical_norm (convex) or the dense RRF weight
+    lexical: str = "bm25"  # bm25 | tfidf | none
+    lexical_norm: str = "max"  # none | max | minmax | bound
+    fusion: str = "convex"  # convex | rrf
+    rrf_k: int = 60
+    stem: bool = True  # s-stemming in the lexical tokenizer
+    bm25_k1: float = 1.2
+    bm25_b: float = 0.75
+    dense_kind: str = "auto"  # flat | hnsw | auto (hnsw above hnsw_threshold tools)
+    hnsw_threshold: int = 200_000
+    candidates: int = 200  # per retriever, when the dense index is approximate
+    lexical_text: TextConfig = field(default_factory=lambda: DEFAULT_LEXICAL)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.dense_weight <= 1.0:
+            raise ConfigError(f"dense_weight must lie in [0, 1], got {self.dense_weight}")
+        if self.lexical not in LEXICAL_KINDS:
+            expected = ", ".join(LEXICAL_KINDS)
+            raise ConfigError(f"unknown lexical index {self.lexical!r}; expected one of {expected}")
+        if self.fusion not in FUSIONS:
+            raise ConfigError(f"unknown fusion {self.fusion!r}; expected one of {', '.join(FUSIONS)}")
+        if self.lexical == "none" and self.dense_weight < 1.0:
+            raise ConfigError("lexical='none' needs dense_weight=1")
+        if self.dense_kind not in ("flat", "hnsw", "auto"):
+            raise ConfigError(f"unknown dense_kind {self.dense_kind!r}")
+
+    def with_(self, **changes: object) -> SemanticConfig:
+        return replace(self, **changes)
+
+
+DEFAULT_SEMANTIC = SemanticConfig()
+
+
+class SemanticIndex:
+    """Dense + lexical index over a tool pool; ``search`` returns positions into ``tool_ids`` and ``S_sem``.
+
+    Positions refer to the pool as it is when ``search`` runs: ``remove`` compacts it, ``add`` appends.
+    """
+
+    def __init__(self, dim: int, config: SemanticConfig | None = None, expected_size: int = 0):
+        self.config = config or DEFAULT_SEMANTIC
+        kind = self.config.dense_kind
+        if kind == "auto":
+            kind = "hnsw" if expected_size > self.config.hnsw_threshold else "flat"
+        self._dense = DenseIndex(dim, kind=kind)
+        self._lexical: BM25Index | TfidfIndex | None = None
+        if self.config.lexical == "bm25":
+            self._lexical = BM25Index(k1=self.config.bm25_k1, b=self.config.bm25_b, stem=self.config.stem)
+        elif self.config.lexical == "tfidf":
+            self._lexical = TfidfIndex(stem=self.config.stem)
+        self._tools: list[Tool] = []
+
+    @classmethod
+    def build(
+        cls, tools: Sequence[Tool], embeddings: np.ndarray, config: SemanticConfig | None = None
+    ) -> SemanticIndex:
+        """Index ``tools`` with their encoder embeddings (``(len(tools), dim)``, unit-norm rows)."""
+        emb = np.asarray(embeddings, dtype=np.float32)
+        if emb.ndim != 2:
+            raise ConfigError(f"embeddings must be a 2-d array, got shape {emb.shape}")
+        index = cls(emb.shape[1], config, expected_size=len(tools))
+        index.add(tools, emb)
+        return index
+
+    # ------------------------------------------------------------------ pool
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    @property
+    def tool_ids(self) -> list[str]:
+        return [t.id for t in self._tools]
+
+    @property
+    def tools(self) -> list[Tool]:
+        return list(self._tools)
+
+    @property
+    def dim(self) -> int:
+        return self._dense.dim
+
+    def add(self, tools: Sequence[Tool], embeddings: np.ndarray) -> None:
+        """Append tools with their embeddings; the others are not re-encoded."""
+        ids = [t.id for t in tools]
+        check_new_ids(ids, set(self._dense.ids))
+        self._dense.add(ids, embeddings)
+        if self._lexical is not None:
+            self._lexical.add(ids, [lexical_text(t, self.config.lexical_text) for t in tools])
+        self._tools.extend(tools)
+
+    def remove(self, tool_ids: Sequence[str]) -> None:
+        """Drop tools by id (``UnknownToolError`` for an id not in the pool)."""
+        known = set(self._dense.ids)
+        for tool_id in tool_ids:
+            if tool_id not in known:
+                raise UnknownToolError(tool_id)
+        self._dense.remove(tool_ids)
+        if self._lexical is not None:
+            self._lexical.remove(tool_ids)
+        drop = set(tool_ids)
+        self._tools = [t for t in self._tools if t.id not in drop]
+
+    # ------------------------------------------------------------------ scoring
+    def _lexical_norm(self, query: str) -> np.ndarray:
+        assert self._lexical is not None
+        raw = self._lexical.scores(query)
+        method = self.config.lexical_norm
+        if method == "bound":
+            if not isinstance(self._lexical, BM25Index):
+                return raw  # a TF-IDF cosine is its own bound
+            return normalise(raw, "bound", self._lexical.score_bound(query))
+        return normalise(raw, method)
+
+    def _candidates(self, query: str, query_vec: np.ndarray | None) -> np.ndarray | None:
+        """Positions to score exactly when the dense index is approximate; ``None`` means all."""
+        if self._dense.kind == "flat":
+            return None
+        n = self.config.candidates
+        parts = []
+        if query_vec is not None:
+            pos, _ = self._dense.search(query_vec, n)
+            parts.append(pos[pos >= 0])
+        if self._lexical is not None:
+            lex = self._lexical.scores(query)
+            parts.append(top_k(lex, n)[0])
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+
+    def scores(self, query: str, query_vec: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray]:
+        """``(positions, S_sem)``: scored positions (``None``: the whole pool, in order) and their S_sem."""
+        if not isinstance(query, str):
+            raise QueryError(f"query must be a string, got {type(query).__name__}")
+        cfg = self.config
+        use_dense = query_vec is not None and cfg.dense_weight > 0
+        use_lex = self._lexical is not None and (cfg.dense_weight < 1 or not use_dense)
+        if not use_dense and not use_lex:
+            raise QueryError("this index needs a query embedding (it has no lexical part)")
+        cand = self._candidates(query, query_vec if use_dense else None)
+        n = len(self) if cand is None else len(cand)
+        dense = np.zeros(n, dtype=np.float32)
+        lex = np.zeros(n, dtype=np.float32)
+        if use_dense:
+            qv = np.asarray(query_vec, dtype=np.float32).reshape(1, -1)
+            dense = self._dense.scores(qv, cand)[0]
+        if use_lex:
+            lex_all = self._lexical_norm(query)
+            lex = lex_all if cand is None else lex_all[cand]
+        if not use_dense:
+            return cand, np.clip(lex, 0.0, 1.0)
+        if not use_lex:
+            return cand, np.clip(dense, 0.0, 1.0)
+        if cfg.fusion == "rrf":
+            fused = rrf(
+                [np.argsort(ranks(dense)), np.argsort(ranks(lex))],
+                n=n,
+                k=cfg.rrf_k,
+                weights=[cfg.dense_weight, 1.0 - cfg.dense_weight],
+            )
+            return cand, fused
+        return cand, np.clip(convex(np.clip(dense, 0.0, 1.0), lex, cfg.dense_weight), 0.0, 1.0)
+
+    def search(self, query: str, query_vec: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-``k`` positions into ``tool_ids`` (int64) and their ``S_sem`` (float32, best first).
+
+        ``query_vec`` is the query's unit-norm embedding; ``None`` ranks by lexical evidence alone.
+        Fewer than ``k`` results come back only when the pool is smaller than ``k``.
+        """
+        if k < 1:
+            raise ConfigError(f"k must be at least 1, got {k}")
+        if not len(self):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        cand, s = self.scores(query, query_vec)
+        pos, top = top_k(s, k)
+        return (pos if cand is None else cand[pos]).astype(np.int64), top.astype(np.float32)
+
+    def search_many(
+        self, queries: Sequence[str], query_vecs: np.ndarray | None, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``search`` for each query: ``(len(queries), min(k, len(pool)))`` positions and scores."""
+        if query_vecs is not None and len(query_vecs) != len(queries):
+            raise ConfigError(f"{len(queries)} queries but {len(query_vecs)} query vectors")
+        width = min(int(k), len(self))
+        pos = np.zeros((len(queries), width), dtype=np.int64)
+        out = np.zeros((len(queries), width), dtype=np.float32)
+        for i, query in enumerate(queries):
+            p, s = self.search(query, None if query_vecs is None else query_vecs[i], k)
+            pos[i], out[i] = p, s
+        return pos, out
+
+    def position(self, tool_id: str) -> int:
+        return self._dense.position(tool_id)

@@ -1,0 +1,83 @@
+import numpy as np
+import pytest
+
+from rated.catalog.schema import Tool
+from rated.catalog.text import tool_text
+from rated.encode.testing import HashEncoder
+from rated.errors import CatalogError, ConfigError, QueryError, UnknownToolError
+from rated.index.semantic import DEFAULT_SEMANTIC, SemanticConfig, SemanticIndex
+
+TOOLS = [
+    Tool(id="weather", name="getWeatherForecast", description="Weather forecast for a city, next days."),
+    Tool(id="email", name="send_email", description="Send an email message to a recipient."),
+    Tool(id="flight", name="searchFlights", description="Search flights between two airports on a date."),
+    Tool(id="stock", name="stockQuote", description="Latest share price of a listed company."),
+]
+ENC = HashEncoder(dim=128)
+
+
+def _emb(tools):
+    return ENC.encode_tools([tool_text(t) for t in tools])
+
+
+def _q(text):
+    return ENC.encode_queries([text])[0]
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        DEFAULT_SEMANTIC,
+        SemanticConfig(fusion="rrf"),
+        SemanticConfig(lexical="tfidf", lexical_norm="none"),
+        SemanticConfig(lexical_norm="bound"),
+        SemanticConfig(dense_weight=1.0, lexical="none"),
+        SemanticConfig(dense_kind="hnsw"),
+    ],
+)
+def test_search_finds_the_matching_tool_with_scores_in_unit_range(config):
+    idx = SemanticIndex.build(TOOLS, _emb(TOOLS), config)
+    for query, want in [("will it rain in Paris tomorrow weather", "weather"), ("email my boss", "email")]:
+        pos, s = idx.search(query, _q(query), k=3)
+        assert pos.dtype == np.int64 and s.dtype == np.float32 and len(pos) == 3
+        assert idx.tool_ids[int(pos[0])] == want
+        assert (s[:-1] >= s[1:]).all() and s.min() >= 0.0 and s.max() <= 1.0
+
+
+def test_convex_score_is_the_documented_blend():
+    cfg = SemanticConfig(dense_weight=0.6, lexical="bm25", lexical_norm="max")
+    idx = SemanticIndex.build(TOOLS, _emb(TOOLS), cfg)
+    query = "search flights to Rome"
+    qv = _q(query)
+    pos, s = idx.search(query, qv, k=4)
+    lex = idx._lexical.scores(query)
+    expect = 0.6 * np.clip(_emb(TOOLS) @ qv, 0, 1) + 0.4 * lex / lex.max()
+    np.testing.assert_allclose(s, expect[pos], rtol=1e-5, atol=1e-6)
+
+
+def test_search_many_add_remove_and_lexical_only():
+    idx = SemanticIndex.build(TOOLS[:2], _emb(TOOLS[:2]))
+    idx.add(TOOLS[2:], _emb(TOOLS[2:]))
+    assert idx.tool_ids == ["weather", "email", "flight", "stock"]
+    queries = ["flights to Rome", "share price of ACME"]
+    pos, s = idx.search_many(queries, ENC.encode_queries(queries), k=10)
+    assert pos.shape == (2, 4) and [idx.tool_ids[int(p)] for p in pos[:, 0]] == ["flight", "stock"]
+    idx.remove(["flight"])
+    assert idx.tool_ids == ["weather", "email", "stock"] and len(idx) == 3
+    pos, _ = idx.search("share price stock quote", None, k=1)  # lexical only
+    assert idx.tool_ids[int(pos[0])] == "stock"
+    with pytest.raises(UnknownToolError):
+        idx.remove(["flight"])
+    with pytest.raises(CatalogError):
+        idx.add(TOOLS[:1], _emb(TOOLS[:1]))
+    with pytest.raises(ConfigError):
+        idx.search("x", None, k=0)
+    with pytest.raises(QueryError):
+        dense_only = SemanticConfig(dense_weight=1.0, lexical="none")
+        SemanticIndex.build(TOOLS, _emb(TOOLS), dense_only).search("x", None, 1)
+
+
+def test_config_validation():
+    for bad in [dict(dense_weight=1.5), dict(lexical="splade"), dict(fusion="max"), dict(lexical="none")]:
+        with pytest.raises(ConfigError):
+            SemanticConfig(**bad)
