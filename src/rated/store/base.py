@@ -8,10 +8,14 @@ atomic read-modify-write so that concurrent writers (threads, processes, replica
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["OutcomeRecord", "StateStore"]
+import numpy as np
+
+__all__ = ["CatalogStore", "OutcomeRecord", "OutcomeStats", "StateStore", "Store", "StoredCatalog"]
+
+FORMAT_VERSION = 1  # bump when the layout of a store changes; stores refuse other versions
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,10 @@ class StateStore(Protocol):
         update: Callable[[Mapping[str, bytes]], Mapping[str, bytes]],
         record: OutcomeRecord | None = None,
     ) -> None:
-        """Atomically: read ``keys``, call ``update`` with what exists, write what it returns, log ``record``."""
+        """Atomically: read ``keys``, call ``update`` with what exists, write what it returns, log ``record``.
+
+        ``update`` may be called more than once (optimistic stores retry): it must depend only on its input.
+        """
         ...
 
     def outcomes(self, tool_id: str | None = None, limit: int = 100) -> list[OutcomeRecord]: ...
@@ -47,3 +54,74 @@ class StateStore(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+# ---- additions (engineer S): the catalog half of a store, so a retriever can be re-opened ----------------
+
+
+@dataclass(frozen=True)
+class StoredCatalog:
+    """What ``Retriever.open`` needs to rebuild without re-encoding, aligned by position.
+
+    ``records`` are JSON texts of ``Tool`` records (the store does not interpret them); ``prior`` holds
+    r_static per tool and ``prior_detail`` its components (JSON-able dicts) for display.
+    """
+
+    ids: tuple[str, ...]
+    records: tuple[str, ...]
+    embeddings: np.ndarray  # (n, dim) float32
+    prior: np.ndarray  # (n,) float32
+    prior_detail: tuple[dict[str, Any], ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class OutcomeStats:
+    """Per-tool counts from the outcome log (for ``rated tools``)."""
+
+    tool_id: str
+    successes: int
+    failures: int  # tool-attributable failures only (not caller errors)
+    caller_errors: int
+    last_outcome: str | None
+    last_time: float | None
+
+
+@runtime_checkable
+class CatalogStore(Protocol):
+    def get_meta(self) -> dict[str, Any]:
+        """The JSON-able settings saved with the catalog (encoder identity, policy, limits)."""
+        ...
+
+    def set_meta(self, meta: Mapping[str, Any]) -> None: ...
+
+    def load_catalog(self) -> StoredCatalog: ...
+
+    def put_tools(
+        self,
+        ids: Sequence[str],
+        records: Sequence[str],
+        embeddings: np.ndarray,
+        prior: np.ndarray,
+        prior_detail: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        """Insert (at the end) or replace (in place) tools, with their embeddings and prior, atomically."""
+        ...
+
+    def delete_tools(self, ids: Sequence[str]) -> None:
+        """Remove tools and any policy state stored under their ids."""
+        ...
+
+    def catalog_version(self) -> int:
+        """Changes whenever tools were added, replaced or removed."""
+        ...
+
+
+@runtime_checkable
+class Store(StateStore, CatalogStore, Protocol):
+    """Everything a ``Retriever`` persists: catalog, embeddings, prior, policy state, outcome log."""
+
+    def states_since(self, seq: int) -> tuple[dict[str, bytes], int]:
+        """States written after change number ``seq`` and the latest change number (for cheap refresh)."""
+        ...
+
+    def outcome_stats(self) -> dict[str, OutcomeStats]: ...

@@ -1,0 +1,126 @@
+"""An in-process store: the reference implementation of ``Store``, for tests and throwaway retrievers.
+
+Nothing survives the process; everything else (atomic read-modify-write, versions, the outcome log)
+behaves like the persistent stores, so code tested against it runs unchanged on SQLite or Redis.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rated.store.base import OutcomeRecord, OutcomeStats, StoredCatalog
+from rated.store.stats import summarise_outcomes
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """``Store`` backed by dicts and one lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._meta: dict[str, Any] = {}
+        self._tools: dict[str, tuple[str, np.ndarray, float, dict[str, Any]]] = {}  # insertion-ordered
+        self._states: dict[str, bytes] = {}
+        self._state_seq: dict[str, int] = {}
+        self._seq = 0
+        self._catalog_version = 0
+        self._log: list[OutcomeRecord] = []
+
+    # ---- meta and catalog --------------------------------------------------------------------------
+    def get_meta(self) -> dict[str, Any]:
+        with self._lock:
+            return dict(self._meta)
+
+    def set_meta(self, meta: Mapping[str, Any]) -> None:
+        with self._lock:
+            self._meta = dict(meta)
+
+    def load_catalog(self) -> StoredCatalog:
+        with self._lock:
+            ids = tuple(self._tools)
+            rows = list(self._tools.values())
+        dim = int(self._meta.get("encoder", {}).get("dim", 0)) if not rows else rows[0][1].shape[0]
+        return StoredCatalog(
+            ids=ids,
+            records=tuple(r[0] for r in rows),
+            embeddings=np.stack([r[1] for r in rows]) if rows else np.zeros((0, dim), np.float32),
+            prior=np.array([r[2] for r in rows], dtype=np.float32),
+            prior_detail=tuple(r[3] for r in rows),
+        )
+
+    def put_tools(
+        self,
+        ids: Sequence[str],
+        records: Sequence[str],
+        embeddings: np.ndarray,
+        prior: np.ndarray,
+        prior_detail: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        emb = np.asarray(embeddings, dtype=np.float32)
+        details = list(prior_detail) if prior_detail is not None else [{} for _ in ids]
+        with self._lock:
+            for i, tool_id in enumerate(ids):
+                self._tools[tool_id] = (records[i], emb[i].copy(), float(prior[i]), dict(details[i]))
+            self._catalog_version += 1
+
+    def delete_tools(self, ids: Sequence[str]) -> None:
+        with self._lock:
+            for tool_id in ids:
+                self._tools.pop(tool_id, None)
+                if self._states.pop(tool_id, None) is not None:
+                    self._seq += 1
+                    self._state_seq.pop(tool_id, None)
+            self._catalog_version += 1
+
+    def catalog_version(self) -> int:
+        return self._catalog_version
+
+    # ---- policy state ------------------------------------------------------------------------------
+    def load_states(self, keys: Iterable[str] | None = None) -> dict[str, bytes]:
+        with self._lock:
+            if keys is None:
+                return dict(self._states)
+            return {k: self._states[k] for k in keys if k in self._states}
+
+    def update_states(
+        self,
+        keys: Sequence[str],
+        update: Callable[[Mapping[str, bytes]], Mapping[str, bytes]],
+        record: OutcomeRecord | None = None,
+    ) -> None:
+        with self._lock:
+            current = {k: self._states[k] for k in keys if k in self._states}
+            new = update(current)
+            for key, blob in new.items():
+                self._seq += 1
+                self._states[key] = bytes(blob)
+                self._state_seq[key] = self._seq
+            if record is not None:
+                self._log.append(record)
+
+    def states_since(self, seq: int) -> tuple[dict[str, bytes], int]:
+        with self._lock:
+            changed = {k: self._states[k] for k, s in self._state_seq.items() if s > seq}
+            return changed, self._seq
+
+    def version(self) -> int:
+        return self._seq + self._catalog_version
+
+    # ---- outcome log -------------------------------------------------------------------------------
+    def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:
+        """The most recent ``limit`` records (all when None), oldest first."""
+        with self._lock:
+            rows = [r for r in self._log if tool_id is None or r.tool_id == tool_id]
+        return rows if limit is None else rows[-limit:] if limit > 0 else []
+
+    def outcome_stats(self) -> dict[str, OutcomeStats]:
+        with self._lock:
+            return summarise_outcomes(self._log)
+
+    def close(self) -> None:
+        return None

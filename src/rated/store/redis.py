@@ -1,0 +1,285 @@
+"""Redis store: shared state for several service replicas on several machines.
+
+Atomicity: ``update_states`` is an optimistic transaction. It WATCHes the state keys, reads them, lets
+the caller compute the new states, and commits them with the outcome record in one MULTI/EXEC (through a
+small Lua script that also numbers the change). If another writer touched one of the keys in between, EXEC
+fails and the read-modify-write is retried, until ``busy_timeout`` seconds have passed
+(``StoreBusyError``). So no concurrent update is lost; ``update`` may run more than once and must depend
+only on what it is given.
+
+Durability is the Redis server's: enable ``appendonly yes`` (``appendfsync everysec`` or ``always``) on the
+server if acknowledged feedback must survive a server crash.
+
+The client (``redis`` package, the ``rated[redis]`` extra) is imported only when a RedisStore is created.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
+from rated.store.base import FORMAT_VERSION, OutcomeRecord, OutcomeStats, StoredCatalog
+from rated.store.stats import summarise_outcomes
+
+__all__ = ["RedisStore"]
+
+# KEYS: seq counter, changes zset, log list, state keys...   ARGV: n, record json or "", blobs..., names...
+_COMMIT = """
+local n = tonumber(ARGV[1])
+local seq = tonumber(redis.call('GET', KEYS[1]) or '0')
+if n > 0 then seq = redis.call('INCRBY', KEYS[1], n) end
+for i = 1, n do
+  redis.call('SET', KEYS[3 + i], ARGV[2 + i])
+  redis.call('ZADD', KEYS[2], seq - n + i, ARGV[2 + n + i])
+end
+if ARGV[2] ~= '' then redis.call('RPUSH', KEYS[3], ARGV[2]) end
+return seq
+"""
+
+
+def _import_redis() -> Any:
+    try:
+        import redis
+    except ImportError:
+        raise StoreError("the Redis store needs the redis client: pip install 'rated[redis]'") from None
+    return redis
+
+
+class RedisStore:
+    """``Store`` in a Redis database, under the key prefix ``namespace:``."""
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        namespace: str = "rated",
+        busy_timeout: float = 5.0,
+        create: bool = True,
+        client: Any = None,
+    ) -> None:
+        if not busy_timeout > 0:
+            raise ConfigError(f"busy_timeout must be > 0 seconds, got {busy_timeout!r}")
+        redis = _import_redis()
+        self._redis = redis
+        self.url = url
+        self.namespace = namespace
+        self.busy_timeout = float(busy_timeout)
+        try:
+            self._r = client if client is not None else redis.Redis.from_url(url, decode_responses=False)
+            found = self._r.get(self._k("format"))
+            if found is None:
+                if not create:
+                    raise StoreError(f"{url} ({namespace}): no rated database there (see `rated index`)")
+                self._r.setnx(self._k("format"), str(FORMAT_VERSION))
+            elif found.decode() != str(FORMAT_VERSION):
+                raise IndexFormatError(
+                    f"{url} ({namespace}): store format version {found.decode()}, "
+                    f"this rated reads version {FORMAT_VERSION}"
+                )
+            self._commit = self._r.register_script(_COMMIT)
+        except redis.RedisError as exc:
+            raise StoreError(f"{url}: {exc}") from None
+
+    @property
+    def _fixed_keys(self) -> list[str]:
+        return [self._k("seq"), self._k("changes"), self._k("log")]
+
+    def _k(self, name: str) -> str:
+        return f"{self.namespace}:{name}"
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except self._redis.RedisError as exc:
+            raise StoreError(f"{self.url}: {exc}") from None
+
+    def _optimistic(self, watch: Sequence[str], body: Callable[[Any], Any]) -> Any:
+        """Run ``body(pipe)`` under WATCH ``watch`` until EXEC succeeds or busy_timeout passes."""
+        deadline = time.monotonic() + self.busy_timeout
+        delay = 0.0005
+        while True:
+            try:
+                with self._r.pipeline() as pipe:
+                    if watch:
+                        pipe.watch(*watch)
+                    result = body(pipe)
+                    return result
+            except self._redis.WatchError:
+                if time.monotonic() > deadline:
+                    raise StoreBusyError(
+                        f"{self.url}: kept conflicting with other writers for {self.busy_timeout:g} s"
+                    ) from None
+                time.sleep(delay)
+                delay = min(delay * 2, 0.02)
+            except self._redis.RedisError as exc:
+                raise StoreError(f"{self.url}: {exc}") from None
+
+    # ---- meta and catalog --------------------------------------------------------------------------
+    def get_meta(self) -> dict[str, Any]:
+        raw = self._call(lambda: self._r.get(self._k("meta")))
+        return json.loads(raw) if raw else {}
+
+    def set_meta(self, meta: Mapping[str, Any]) -> None:
+        self._call(lambda: self._r.set(self._k("meta"), json.dumps(dict(meta), sort_keys=True)))
+
+    def load_catalog(self) -> StoredCatalog:
+        def read() -> list[Any]:
+            pipe = self._r.pipeline(transaction=True)
+            pipe.zrange(self._k("order"), 0, -1)
+            for name in ("tools", "emb", "prior"):
+                pipe.hgetall(self._k(name))
+            return pipe.execute()
+
+        order, tools, emb, prior = self._call(read)
+        ids = tuple(i.decode() for i in order)
+        dim = len(emb[order[0]]) // 4 if ids else int(self.get_meta().get("encoder", {}).get("dim", 0))
+        matrix = np.empty((len(ids), dim), dtype=np.float32)
+        priors = np.empty(len(ids), dtype=np.float32)
+        details = []
+        for i, raw_id in enumerate(order):
+            vec = emb.get(raw_id)
+            if vec is None or len(vec) != 4 * dim or raw_id not in tools or raw_id not in prior:
+                raise IndexFormatError(f"{self.url}: incomplete record for tool {raw_id.decode()!r}")
+            matrix[i] = np.frombuffer(vec, dtype="<f4")
+            r_static, detail = json.loads(prior[raw_id])
+            priors[i] = r_static
+            details.append(detail)
+        return StoredCatalog(ids, tuple(tools[i].decode() for i in order), matrix, priors, tuple(details))
+
+    def put_tools(
+        self,
+        ids: Sequence[str],
+        records: Sequence[str],
+        embeddings: np.ndarray,
+        prior: np.ndarray,
+        prior_detail: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        emb = np.ascontiguousarray(embeddings, dtype="<f4")
+        if emb.ndim != 2 or emb.shape[0] != len(ids) or len(records) != len(ids) or len(prior) != len(ids):
+            raise ConfigError("put_tools: ids, records, embeddings and prior must have the same length")
+        details = list(prior_detail) if prior_detail is not None else [{} for _ in ids]
+
+        def body(pipe: Any) -> None:
+            scores = pipe.zmscore(self._k("order"), list(ids)) if ids else []
+            last = pipe.zrange(self._k("order"), -1, -1, withscores=True)
+            top = float(last[0][1]) if last else -1.0
+            pipe.multi()
+            for i, tool_id in enumerate(ids):
+                if scores[i] is None:
+                    top += 1
+                    pipe.zadd(self._k("order"), {tool_id: top})
+                pipe.hset(self._k("tools"), tool_id, records[i])
+                pipe.hset(self._k("emb"), tool_id, emb[i].tobytes())
+                pipe.hset(self._k("prior"), tool_id, json.dumps([float(prior[i]), dict(details[i])]))
+            pipe.incr(self._k("catver"))
+            pipe.execute()
+
+        self._optimistic([self._k("order")], body)
+
+    def delete_tools(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+
+        def run() -> None:
+            pipe = self._r.pipeline(transaction=True)
+            pipe.zrem(self._k("order"), *ids)
+            for name in ("tools", "emb", "prior"):
+                pipe.hdel(self._k(name), *ids)
+            pipe.delete(*(self._k(f"s:{t}") for t in ids))
+            pipe.zrem(self._k("changes"), *ids)
+            pipe.incr(self._k("catver"))
+            pipe.execute()
+
+        self._call(run)
+
+    def catalog_version(self) -> int:
+        return int(self._call(lambda: self._r.get(self._k("catver"))) or 0)
+
+    # ---- policy state ------------------------------------------------------------------------------
+    def load_states(self, keys: Iterable[str] | None = None) -> dict[str, bytes]:
+        if keys is None:
+            keys = [k.decode() for k in self._call(lambda: self._r.zrange(self._k("changes"), 0, -1))]
+        keys = list(keys)
+        if not keys:
+            return {}
+        values = self._call(lambda: self._r.mget([self._k(f"s:{k}") for k in keys]))
+        return {k: v for k, v in zip(keys, values, strict=True) if v is not None}
+
+    def update_states(
+        self,
+        keys: Sequence[str],
+        update: Callable[[Mapping[str, bytes]], Mapping[str, bytes]],
+        record: OutcomeRecord | None = None,
+    ) -> None:
+        keys = list(dict.fromkeys(keys))
+        state_keys = [self._k(f"s:{k}") for k in keys]
+        log = (
+            ""
+            if record is None
+            else json.dumps(
+                [record.time, record.tool_id, record.outcome, record.query_hash, record.retry_after]
+            )
+        )
+
+        def body(pipe: Any) -> None:
+            values = pipe.mget(state_keys) if state_keys else []
+            current = {k: v for k, v in zip(keys, values, strict=True) if v is not None}
+            new = dict(update(current))
+            names = list(new)
+            pipe.multi()
+            self._commit(
+                keys=[*self._fixed_keys, *(self._k(f"s:{n}") for n in names)],
+                args=[len(names), log, *(bytes(new[n]) for n in names), *names],
+                client=pipe,
+            )
+            pipe.execute()
+
+        self._optimistic(state_keys, body)
+
+    def states_since(self, seq: int) -> tuple[dict[str, bytes], int]:
+        changed = self._call(
+            lambda: self._r.zrangebyscore(self._k("changes"), f"({int(seq)}", "+inf", withscores=True)
+        )
+        if not changed:
+            return {}, int(seq)
+        names = [m.decode() for m, _ in changed]
+        return self.load_states(names), max(int(seq), *(int(s) for _, s in changed))
+
+    def version(self) -> int:
+        seq, catver = self._call(lambda: self._r.mget([self._k("seq"), self._k("catver")]))
+        return (int(catver or 0) << 40) + int(seq or 0)
+
+    # ---- outcome log -------------------------------------------------------------------------------
+    def _log(self) -> list[OutcomeRecord]:
+        raw = self._call(lambda: self._r.lrange(self._k("log"), 0, -1))
+        return [OutcomeRecord(*json.loads(r)) for r in raw]
+
+    def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:
+        """The most recent ``limit`` records (all when None), oldest first."""
+        if tool_id is None and limit is not None:
+            if limit <= 0:
+                return []
+            raw = self._call(lambda: self._r.lrange(self._k("log"), -int(limit), -1))
+            return [OutcomeRecord(*json.loads(r)) for r in raw]
+        rows = [r for r in self._log() if tool_id is None or r.tool_id == tool_id]
+        return rows if limit is None else rows[-limit:] if limit > 0 else []
+
+    def outcome_stats(self) -> dict[str, OutcomeStats]:
+        return summarise_outcomes(self._log())
+
+    def close(self) -> None:
+        self._call(self._r.close)
+
+    def __enter__(self) -> RedisStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RedisStore({self.url!r}, namespace={self.namespace!r})"

@@ -1,0 +1,329 @@
+"""SQLite store: the embedded default, one file that several processes can share.
+
+Concurrency: WAL journal (readers never block the writer), and every feedback is a ``BEGIN IMMEDIATE``
+read-modify-write, so two processes updating one tool serialise instead of losing an update. A writer that
+waits longer than ``busy_timeout`` seconds for the lock gets ``StoreBusyError`` (retryable).
+
+Durability: an acknowledged feedback must survive a crash of the process that wrote it. WAL with
+``synchronous=NORMAL`` (``durability="normal"``, the default) gives exactly that: a commit is in the WAL
+file (in the OS) before it returns, so ``kill -9`` right after ``feedback()`` loses nothing, and the file
+never corrupts. Only an OS crash or power cut can roll back the last few commits. ``durability="full"``
+(``synchronous=FULL``) fsyncs the WAL on every commit and survives power loss too, at the price of one
+fsync per feedback: measured here at 0.4 ms on an idle disk but 4 ms under load, against a 0.05 ms commit
+with NORMAL and a 1 ms budget for a persisted feedback. Losing the last outcomes on a power cut delays a
+demotion by one failure; stalling every feedback on fsync hurts every agent, so NORMAL is the default.
+
+Tables: ``meta`` (format version, config JSON), ``tools`` (id, JSON record, position), ``embeddings``
+(float32 blobs), ``prior``, ``policy_state`` (key -> blob, change number), ``outcomes`` (append-only log)
+and ``counters`` (state change number, catalog version).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
+from rated.store.base import FORMAT_VERSION, OutcomeRecord, OutcomeStats, StoredCatalog
+from rated.store.stats import outcome_class
+
+__all__ = ["SQLiteStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tools (
+    id TEXT PRIMARY KEY, position INTEGER NOT NULL UNIQUE, record TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS embeddings (id TEXT PRIMARY KEY, dim INTEGER NOT NULL, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS prior (id TEXT PRIMARY KEY, r_static REAL NOT NULL, detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS policy_state (
+    key TEXT PRIMARY KEY, seq INTEGER NOT NULL, state BLOB NOT NULL, updated REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS policy_state_seq ON policy_state (seq);
+CREATE TABLE IF NOT EXISTS outcomes (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, time REAL NOT NULL, tool_id TEXT NOT NULL,
+    query_hash TEXT, outcome TEXT NOT NULL, retry_after REAL);
+CREATE INDEX IF NOT EXISTS outcomes_tool ON outcomes (tool_id, seq);
+CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO counters (name, value) VALUES ('state_seq', 0), ('catalog_version', 0);
+"""
+
+_TOOL_TABLES = (("tools", "id"), ("embeddings", "id"), ("prior", "id"), ("policy_state", "key"))
+_DURABILITY = {"full": "FULL", "normal": "NORMAL"}
+
+
+class SQLiteStore:
+    """``Store`` in one SQLite file. Thread-safe (one connection behind a lock); share across processes."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        create: bool = True,
+        busy_timeout: float = 5.0,
+        durability: str = "normal",
+    ) -> None:
+        if durability not in _DURABILITY:
+            raise ConfigError(f"durability must be one of {sorted(_DURABILITY)}, got {durability!r}")
+        if not busy_timeout > 0:
+            raise ConfigError(f"busy_timeout must be > 0 seconds, got {busy_timeout!r}")
+        self.path = Path(path)
+        self.busy_timeout = float(busy_timeout)
+        self.durability = durability
+        self._lock = threading.RLock()
+        self._local_commits = 0
+        if not create and not self.path.is_file():
+            raise StoreError(f"{self.path}: no rated database there (create one with `rated index`)")
+        try:
+            self._conn = sqlite3.connect(
+                str(self.path), timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot open database: {exc}") from None
+        try:
+            self._setup(create)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # ---- connection plumbing -----------------------------------------------------------------------
+    def _setup(self, create: bool) -> None:
+        with self._errors():
+            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"{self.path}: cannot switch the database to WAL mode (got {mode!r})")
+            self._conn.execute(f"PRAGMA synchronous={_DURABILITY[self.durability]}")
+            tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if tables and "meta" not in tables:
+                raise IndexFormatError(f"{self.path}: an SQLite file, but not a rated database")
+            if not tables and not create:
+                raise StoreError(f"{self.path}: empty database (create one with `rated index`)")
+            with self._write():
+                for stmt in filter(str.strip, _SCHEMA.split(";")):
+                    self._conn.execute(stmt)
+                row = self._conn.execute("SELECT value FROM meta WHERE key='format_version'").fetchone()
+                if row is None:
+                    self._conn.execute(
+                        "INSERT INTO meta (key, value) VALUES ('format_version', ?)", (str(FORMAT_VERSION),)
+                    )
+                elif row[0] != str(FORMAT_VERSION):
+                    raise IndexFormatError(
+                        f"{self.path}: store format version {row[0]}, "
+                        f"this rated reads version {FORMAT_VERSION}"
+                    )
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Turn sqlite3/OS errors into StoreError (StoreBusyError for lock time-outs) naming the file."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            msg = str(exc)
+            if "locked" in msg or "busy" in msg:
+                raise StoreBusyError(
+                    f"{self.path}: database stayed locked for more than {self.busy_timeout:g} s ({msg})"
+                ) from None
+            raise StoreError(f"{self.path}: {msg}") from None
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"{self.path}: {exc}") from None
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction (waits up to busy_timeout for the write lock)."""
+        with self._lock, self._errors():
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+            self._local_commits += 1
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        with self._lock, self._errors():
+            return self._conn.execute(sql, params).fetchall()
+
+    # ---- meta and catalog --------------------------------------------------------------------------
+    def get_meta(self) -> dict[str, Any]:
+        rows = self._read("SELECT value FROM meta WHERE key='config'")
+        return json.loads(rows[0][0]) if rows else {}
+
+    def set_meta(self, meta: Mapping[str, Any]) -> None:
+        text = json.dumps(dict(meta), sort_keys=True)
+        with self._write() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('config', ?)", (text,))
+
+    def load_catalog(self) -> StoredCatalog:
+        with self._lock, self._errors():
+            self._conn.execute("BEGIN")  # one snapshot for all tables
+            try:
+                rows = self._conn.execute(
+                    "SELECT t.id, t.record, e.dim, e.vector, p.r_static, p.detail FROM tools t "
+                    "JOIN embeddings e ON e.id = t.id JOIN prior p ON p.id = t.id ORDER BY t.position"
+                ).fetchall()
+            finally:
+                self._conn.execute("COMMIT")
+        dims = {r[2] for r in rows}
+        if len(dims) > 1:
+            raise IndexFormatError(f"{self.path}: embeddings of different sizes {sorted(dims)}")
+        dim = dims.pop() if dims else int(self.get_meta().get("encoder", {}).get("dim", 0))
+        emb = np.empty((len(rows), dim), dtype=np.float32)
+        for i, r in enumerate(rows):
+            emb[i] = np.frombuffer(r[3], dtype="<f4", count=dim)
+        return StoredCatalog(
+            ids=tuple(r[0] for r in rows),
+            records=tuple(r[1] for r in rows),
+            embeddings=emb,
+            prior=np.array([r[4] for r in rows], dtype=np.float32),
+            prior_detail=tuple(json.loads(r[5]) for r in rows),
+        )
+
+    def put_tools(
+        self,
+        ids: Sequence[str],
+        records: Sequence[str],
+        embeddings: np.ndarray,
+        prior: np.ndarray,
+        prior_detail: Sequence[Mapping[str, Any]] | None = None,
+    ) -> None:
+        emb = np.ascontiguousarray(embeddings, dtype="<f4")
+        if emb.ndim != 2 or emb.shape[0] != len(ids) or len(records) != len(ids) or len(prior) != len(ids):
+            raise ConfigError("put_tools: ids, records, embeddings and prior must have the same length")
+        details = list(prior_detail) if prior_detail is not None else [{} for _ in ids]
+        with self._write() as conn:
+            (top,) = conn.execute("SELECT COALESCE(MAX(position), -1) FROM tools").fetchone()
+            existing = dict(conn.execute("SELECT id, position FROM tools").fetchall()) if ids else {}
+            tool_rows = []
+            for i, tool_id in enumerate(ids):
+                position = existing.get(tool_id)
+                if position is None:
+                    top += 1
+                    position = top
+                tool_rows.append((tool_id, position, records[i]))
+            conn.executemany("INSERT OR REPLACE INTO tools (id, position, record) VALUES (?,?,?)", tool_rows)
+            conn.executemany(
+                "INSERT OR REPLACE INTO embeddings (id, dim, vector) VALUES (?, ?, ?)",
+                [(t, emb.shape[1], emb[i].tobytes()) for i, t in enumerate(ids)],
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO prior (id, r_static, detail) VALUES (?, ?, ?)",
+                [(t, float(prior[i]), json.dumps(dict(details[i]))) for i, t in enumerate(ids)],
+            )
+            conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'catalog_version'")
+
+    def delete_tools(self, ids: Sequence[str]) -> None:
+        params = [(t,) for t in ids]
+        with self._write() as conn:
+            for table, column in _TOOL_TABLES:
+                conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", params)
+            conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'catalog_version'")
+
+    def catalog_version(self) -> int:
+        return int(self._read("SELECT value FROM counters WHERE name = 'catalog_version'")[0][0])
+
+    # ---- policy state ------------------------------------------------------------------------------
+    def load_states(self, keys: Iterable[str] | None = None) -> dict[str, bytes]:
+        if keys is None:
+            return {k: bytes(v) for k, v in self._read("SELECT key, state FROM policy_state")}
+        keys = list(keys)
+        out: dict[str, bytes] = {}
+        for i in range(0, len(keys), 500):  # stay below SQLite's bound-parameter limit
+            chunk = keys[i : i + 500]
+            marks = ",".join("?" * len(chunk))
+            out.update(
+                (k, bytes(v))
+                for k, v in self._read(f"SELECT key, state FROM policy_state WHERE key IN ({marks})", chunk)
+            )
+        return out
+
+    def update_states(
+        self,
+        keys: Sequence[str],
+        update: Callable[[Mapping[str, bytes]], Mapping[str, bytes]],
+        record: OutcomeRecord | None = None,
+    ) -> None:
+        keys = list(dict.fromkeys(keys))
+        with self._write() as conn:
+            current: dict[str, bytes] = {}
+            if keys:
+                marks = ",".join("?" * len(keys))
+                current = {
+                    k: bytes(v)
+                    for k, v in conn.execute(
+                        f"SELECT key, state FROM policy_state WHERE key IN ({marks})", keys
+                    )
+                }
+            new = dict(update(current))
+            if new:
+                (seq,) = conn.execute(
+                    "UPDATE counters SET value = value + ? WHERE name = 'state_seq' RETURNING value",
+                    (len(new),),
+                ).fetchone()
+                now = time.time()
+                conn.executemany(
+                    "INSERT OR REPLACE INTO policy_state (key, seq, state, updated) VALUES (?, ?, ?, ?)",
+                    [(k, seq - len(new) + 1 + i, bytes(b), now) for i, (k, b) in enumerate(new.items())],
+                )
+            if record is not None:
+                conn.execute(
+                    "INSERT INTO outcomes (time, tool_id, query_hash, outcome, retry_after) "
+                    "VALUES (?, ?, ?, ?, ?)",
+                    (record.time, record.tool_id, record.query_hash, record.outcome, record.retry_after),
+                )
+
+    def states_since(self, seq: int) -> tuple[dict[str, bytes], int]:
+        rows = self._read("SELECT key, state, seq FROM policy_state WHERE seq > ?", (int(seq),))
+        return {k: bytes(v) for k, v, _ in rows}, max([int(seq), *(s for _, _, s in rows)])
+
+    def version(self) -> int:
+        """``PRAGMA data_version`` (moves on other connections' commits) plus this connection's commits."""
+        with self._lock, self._errors():
+            (data_version,) = self._conn.execute("PRAGMA data_version").fetchone()
+        return (int(data_version) << 32) + self._local_commits
+
+    # ---- outcome log -------------------------------------------------------------------------------
+    def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:
+        """The most recent ``limit`` records (all when None), oldest first."""
+        where, params = ("WHERE tool_id = ?", [tool_id]) if tool_id is not None else ("", [])
+        lim = "" if limit is None else f"LIMIT {max(int(limit), 0)}"
+        rows = self._read(
+            f"SELECT time, tool_id, outcome, query_hash, retry_after FROM outcomes {where} "
+            f"ORDER BY seq DESC {lim}",
+            params,
+        )
+        return [OutcomeRecord(t, tool, o, q, r) for t, tool, o, q, r in reversed(rows)]
+
+    def outcome_stats(self) -> dict[str, OutcomeStats]:
+        counts: dict[str, list] = {}
+        grouped = self._read("SELECT tool_id, outcome, COUNT(*) FROM outcomes GROUP BY 1, 2")
+        for tool_id, outcome, n in grouped:
+            row = counts.setdefault(tool_id, [0, 0, 0])
+            row[{"success": 0, "failure": 1, "caller_error": 2}[outcome_class(outcome)]] += n
+        last = {
+            t: (o, when)
+            for t, o, when in self._read(
+                "SELECT tool_id, outcome, time FROM outcomes "
+                "WHERE seq IN (SELECT MAX(seq) FROM outcomes GROUP BY tool_id)"
+            )
+        }
+        return {t: OutcomeStats(t, s, f, c, *last.get(t, (None, None))) for t, (s, f, c) in counts.items()}
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({str(self.path)!r}, durability={self.durability!r})"

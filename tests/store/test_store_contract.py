@@ -1,0 +1,139 @@
+"""Behaviour every ``Store`` backend must share: memory, SQLite and (with a redis-server) Redis."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import numpy as np
+import pytest
+
+from rated.store.base import OutcomeRecord, Store
+from rated.store.memory import MemoryStore
+from rated.store.sqlite import SQLiteStore
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("redis", marks=pytest.mark.redis)])
+def store(request, tmp_path):
+    if request.param == "memory":
+        s = MemoryStore()
+    elif request.param == "sqlite":
+        s = SQLiteStore(tmp_path / "rated.db")
+    else:
+        from rated.store.redis import RedisStore
+
+        s = RedisStore(request.getfixturevalue("redis_url"), namespace=f"t{uuid.uuid4().hex[:8]}")
+    yield s
+    s.close()
+
+
+def _put(store, ids, dim=3):
+    emb = np.arange(len(ids) * dim, dtype=np.float32).reshape(len(ids), dim)
+    store.put_tools(
+        ids,
+        [f'{{"id": "{i}"}}' for i in ids],
+        emb,
+        np.linspace(0.1, 0.9, len(ids)),
+        [{"reliable": i == ids[0]} for i in ids],
+    )
+    return emb
+
+
+def test_implements_the_protocol(store):
+    assert isinstance(store, Store)
+
+
+def test_meta_round_trip(store):
+    assert store.get_meta() == {}
+    store.set_meta({"encoder": {"name": "hash-8-s0", "dim": 8}, "k": 10})
+    assert store.get_meta() == {"encoder": {"name": "hash-8-s0", "dim": 8}, "k": 10}
+
+
+def test_catalog_keeps_order_replaces_in_place_and_deletes(store):
+    emb = _put(store, ["a", "b", "c"])
+    v0 = store.catalog_version()
+    cat = store.load_catalog()
+    assert cat.ids == ("a", "b", "c")
+    np.testing.assert_array_equal(cat.embeddings, emb)
+    assert cat.embeddings.dtype == np.float32
+    np.testing.assert_allclose(cat.prior, [0.1, 0.5, 0.9], rtol=1e-6)
+    assert cat.prior_detail[0] == {"reliable": True}
+    records = ['{"id": "b2"}', '{"id": "d"}']
+    store.put_tools(["b", "d"], records, np.ones((2, 3), np.float32), np.array([0.2, 0.3]))
+    cat = store.load_catalog()
+    assert cat.ids == ("a", "b", "c", "d")  # b replaced where it was, d appended
+    assert cat.records[1] == '{"id": "b2"}'
+    store.update_states(["b"], lambda cur: {"b": b"state-b"})
+    store.delete_tools(["b"])
+    assert store.load_catalog().ids == ("a", "c", "d")
+    assert "b" not in store.load_states()
+    assert store.catalog_version() > v0
+
+
+def test_update_states_is_read_modify_write_and_logs(store):
+    seen = []
+
+    def bump(cur):
+        seen.append(dict(cur))
+        return {"x": str(int(cur.get("x", b"0")) + 1).encode()}
+
+    rec = OutcomeRecord(time=1.5, tool_id="x", outcome="tool_error", query_hash="abc", retry_after=3.0)
+    for _ in range(3):
+        store.update_states(["x"], bump, rec)
+    assert store.load_states(["x", "missing"]) == {"x": b"3"}
+    assert seen[0] == {} and seen[-1] == {"x": b"2"}
+    log = store.outcomes()
+    assert len(log) == 3 and log[0] == rec
+
+
+def test_logging_without_state_change(store):
+    store.update_states([], lambda cur: {}, OutcomeRecord(time=2.0, tool_id="t", outcome="caller_error"))
+    assert store.load_states() == {}
+    assert [r.outcome for r in store.outcomes("t")] == ["caller_error"]
+
+
+def test_a_failing_update_writes_nothing(store):
+    store.update_states(["x"], lambda cur: {"x": b"1"})
+
+    def boom(cur):
+        raise RuntimeError("policy bug")
+
+    with pytest.raises(RuntimeError):
+        store.update_states(["x"], boom, OutcomeRecord(time=1.0, tool_id="x", outcome="success"))
+    assert store.load_states() == {"x": b"1"}
+    assert store.outcomes() == []
+
+
+def test_version_and_states_since_report_changes(store):
+    v0 = store.version()
+    _, seq0 = store.states_since(0)
+    store.update_states(["a", "b"], lambda cur: {"a": b"1", "b": b"1"})
+    v1 = store.version()
+    assert v1 != v0
+    changed, seq1 = store.states_since(seq0)
+    assert changed == {"a": b"1", "b": b"1"} and seq1 > seq0
+    store.update_states(["b"], lambda cur: {"b": b"2"})
+    changed, seq2 = store.states_since(seq1)
+    assert changed == {"b": b"2"} and seq2 > seq1
+    assert store.states_since(seq2) == ({}, seq2)
+    assert store.version() != v1
+
+
+def test_outcome_log_order_limit_and_stats(store):
+    t = time.time()
+    for i, (tool, outcome) in enumerate(
+        [("a", "success"), ("a", "tool_error"), ("b", "caller_error"), ("a", "timeout"), ("b", "success")]
+    ):
+        store.update_states([], lambda cur: {}, OutcomeRecord(time=t + i, tool_id=tool, outcome=outcome))
+    assert [r.outcome for r in store.outcomes(limit=2)] == ["timeout", "success"]
+    assert [r.outcome for r in store.outcomes("a")] == ["success", "tool_error", "timeout"]
+    assert len(store.outcomes(limit=None)) == 5
+    stats = store.outcome_stats()
+    assert (stats["a"].successes, stats["a"].failures, stats["a"].caller_errors) == (1, 2, 0)
+    assert (stats["b"].successes, stats["b"].failures, stats["b"].caller_errors) == (1, 0, 1)
+    assert stats["a"].last_outcome == "timeout" and stats["b"].last_outcome == "success"
+
+
+def test_empty_catalog_loads(store):
+    cat = store.load_catalog()
+    assert cat.ids == () and cat.embeddings.shape[0] == 0
