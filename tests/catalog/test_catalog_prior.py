@@ -10,7 +10,6 @@ from rated.catalog.prior import (
     RELIABLE_THRESHOLD,
     PriorStats,
     compute_prior,
-    humanise_name,
     metadata_richness,
     score_new,
     source_weight,
@@ -104,8 +103,6 @@ def test_constant_columns_and_empty_catalog() -> None:
 
 
 def test_helpers() -> None:
-    assert humanise_name("GmailSendMessage") == "Gmail Send Message"
-    assert humanise_name("get_HTTPResponse-code") == "get HTTP Response code"
     assert source_weight(_tool("x", "x", "", "custom", extra={"first_party": True})) == 1.0
     assert source_weight(_tool("x", "x", "", "LangChain")) == 0.9
     t = _tool(

@@ -2,8 +2,8 @@
 
 ``r_static = 0.5 * r_cons + 0.3 * w_src + 0.2 * r_qual``, and a tool is *reliable* when ``r_static >= 0.8``:
 
-- ``r_cons``: name/description consistency, the cosine of the encoder embeddings of the (humanised) name
-  and of the description, clipped to [0, 1]; 0 when the description is empty;
+- ``r_cons``: name/description consistency, the cosine of the encoder embeddings of the name (identifiers
+  split into words) and of the description, clipped to [0, 1]; 0 when the description is empty;
 - ``w_src``: source credibility from ``SOURCE_WEIGHTS`` (1.0 for a tool whose record says it is the
   provider's own, first-party tool, 0.9 LangChain / CrewAI / LlamaIndex, 0.8 n8n, 0.6 otherwise);
 - ``r_qual``: documentation quality, ``sigmoid(0.6 * z_desc + 0.4 * z_meta)`` where ``z`` is
@@ -17,7 +17,6 @@ stats)`` so that adding a tool never changes the prior of the others.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from types import MappingProxyType
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from rated.catalog.schema import AuthType, Tool
+from rated.catalog.text import split_identifier
 from rated.encode.base import Encoder
 from rated.errors import CatalogError
 
@@ -38,7 +38,6 @@ __all__ = [
     "PriorResult",
     "PriorStats",
     "compute_prior",
-    "humanise_name",
     "metadata_richness",
     "score_new",
     "source_weight",
@@ -162,20 +161,8 @@ def metadata_richness(tool: Tool) -> int:
     return len(tool.tags) + n_params + has_endpoint + has_auth
 
 
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_SEPARATORS = re.compile(r"[_\-./:]+")
-
-
-def humanise_name(name: str) -> str:
-    """``"GmailSendMessage"`` / ``"gmail_send_message"`` -> ``"Gmail Send Message"``-like words.
-
-    Identifiers are split so that a word-piece encoder sees words, not one opaque token run.
-    """
-    return " ".join(_CAMEL.sub(" ", _SEPARATORS.sub(" ", name)).split())
-
-
 def _consistency(tools: Sequence[Tool], encoder: Encoder, *, batch_size: int, progress: bool) -> np.ndarray:
-    names = [humanise_name(t.name) or t.name for t in tools]
+    names = [split_identifier(t.name) or t.name for t in tools]
     descs = [" ".join(t.description.split()) for t in tools]
     unique = sorted({*names, *(d for d in descs if d)})
     position = {text: i for i, text in enumerate(unique)}
