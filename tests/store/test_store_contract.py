@@ -137,3 +137,26 @@ def test_outcome_log_order_limit_and_stats(store):
 def test_empty_catalog_loads(store):
     cat = store.load_catalog()
     assert cat.ids == () and cat.embeddings.shape[0] == 0
+
+
+def test_put_and_delete_return_the_new_catalog_version(store):
+    v1 = store.put_tools(["a"], ['{"id": "a"}'], np.ones((1, 3), np.float32), np.array([0.5]))
+    assert v1 == store.catalog_version()
+    v2 = store.delete_tools(["a"])
+    assert v2 == store.catalog_version() and v2 > v1
+
+
+def test_clear_drops_catalog_config_and_state_but_keeps_the_log(store):
+    _put(store, ["a", "b"])
+    store.set_meta({"k": 1})
+    store.update_states(
+        ["a", "provider:x"],
+        lambda cur: {"a": b"1", "provider:x": b"2"},
+        OutcomeRecord(time=1.0, tool_id="a", outcome="success"),
+    )
+    v = store.catalog_version()
+    store.clear()
+    assert store.load_catalog().ids == ()
+    assert store.get_meta() == {} and store.load_states() == {}
+    assert len(store.outcomes()) == 1
+    assert store.catalog_version() > v

@@ -103,12 +103,19 @@ class CatalogStore(Protocol):
         embeddings: np.ndarray,
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
-        """Insert (at the end) or replace (in place) tools, with their embeddings and prior, atomically."""
+    ) -> int:
+        """Insert (at the end) or replace (in place) tools with embeddings and prior, atomically.
+
+        Returns the catalog version after the change (so the writer can tell its own change from others').
+        """
         ...
 
-    def delete_tools(self, ids: Sequence[str]) -> None:
-        """Remove tools and any policy state stored under their ids."""
+    def delete_tools(self, ids: Sequence[str]) -> int:
+        """Remove tools and any policy state stored under their ids; returns the new catalog version."""
+        ...
+
+    def clear(self) -> None:
+        """Drop the catalog, the config and every policy state (the outcome log is kept: it is history)."""
         ...
 
     def catalog_version(self) -> int:

@@ -60,21 +60,32 @@ class MemoryStore:
         embeddings: np.ndarray,
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
+    ) -> int:
         emb = np.asarray(embeddings, dtype=np.float32)
         details = list(prior_detail) if prior_detail is not None else [{} for _ in ids]
         with self._lock:
             for i, tool_id in enumerate(ids):
                 self._tools[tool_id] = (records[i], emb[i].copy(), float(prior[i]), dict(details[i]))
             self._catalog_version += 1
+            return self._catalog_version
 
-    def delete_tools(self, ids: Sequence[str]) -> None:
+    def delete_tools(self, ids: Sequence[str]) -> int:
         with self._lock:
             for tool_id in ids:
                 self._tools.pop(tool_id, None)
                 if self._states.pop(tool_id, None) is not None:
                     self._seq += 1
                     self._state_seq.pop(tool_id, None)
+            self._catalog_version += 1
+            return self._catalog_version
+
+    def clear(self) -> None:
+        with self._lock:
+            self._meta.clear()
+            self._tools.clear()
+            self._states.clear()
+            self._state_seq.clear()
+            self._seq += 1
             self._catalog_version += 1
 
     def catalog_version(self) -> int:

@@ -158,13 +158,13 @@ class RedisStore:
         embeddings: np.ndarray,
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
+    ) -> int:
         emb = np.ascontiguousarray(embeddings, dtype="<f4")
         if emb.ndim != 2 or emb.shape[0] != len(ids) or len(records) != len(ids) or len(prior) != len(ids):
             raise ConfigError("put_tools: ids, records, embeddings and prior must have the same length")
         details = list(prior_detail) if prior_detail is not None else [{} for _ in ids]
 
-        def body(pipe: Any) -> None:
+        def body(pipe: Any) -> int:
             scores = pipe.zmscore(self._k("order"), list(ids)) if ids else []
             last = pipe.zrange(self._k("order"), -1, -1, withscores=True)
             top = float(last[0][1]) if last else -1.0
@@ -177,21 +177,33 @@ class RedisStore:
                 pipe.hset(self._k("emb"), tool_id, emb[i].tobytes())
                 pipe.hset(self._k("prior"), tool_id, json.dumps([float(prior[i]), dict(details[i])]))
             pipe.incr(self._k("catver"))
-            pipe.execute()
+            return int(pipe.execute()[-1])
 
-        self._optimistic([self._k("order")], body)
+        return int(self._optimistic([self._k("order")], body))
 
-    def delete_tools(self, ids: Sequence[str]) -> None:
+    def delete_tools(self, ids: Sequence[str]) -> int:
         if not ids:
-            return
+            return self.catalog_version()
 
-        def run() -> None:
+        def run() -> int:
             pipe = self._r.pipeline(transaction=True)
             pipe.zrem(self._k("order"), *ids)
             for name in ("tools", "emb", "prior"):
                 pipe.hdel(self._k(name), *ids)
             pipe.delete(*(self._k(f"s:{t}") for t in ids))
             pipe.zrem(self._k("changes"), *ids)
+            pipe.incr(self._k("catver"))
+            return int(pipe.execute()[-1])
+
+        return int(self._call(run))
+
+    def clear(self) -> None:
+        def run() -> None:
+            names = self._r.zrange(self._k("changes"), 0, -1)
+            pipe = self._r.pipeline(transaction=True)
+            pipe.delete(*(self._k(n) for n in ("order", "tools", "emb", "prior", "meta", "changes")))
+            if names:
+                pipe.delete(*(self._k(f"s:{n.decode()}") for n in names))
             pipe.incr(self._k("catver"))
             pipe.execute()
 

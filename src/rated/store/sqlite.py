@@ -192,7 +192,7 @@ class SQLiteStore:
         embeddings: np.ndarray,
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
-    ) -> None:
+    ) -> int:
         emb = np.ascontiguousarray(embeddings, dtype="<f4")
         if emb.ndim != 2 or emb.shape[0] != len(ids) or len(records) != len(ids) or len(prior) != len(ids):
             raise ConfigError("put_tools: ids, records, embeddings and prior must have the same length")
@@ -216,14 +216,26 @@ class SQLiteStore:
                 "INSERT OR REPLACE INTO prior (id, r_static, detail) VALUES (?, ?, ?)",
                 [(t, float(prior[i]), json.dumps(dict(details[i]))) for i, t in enumerate(ids)],
             )
-            conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'catalog_version'")
+            return self._bump_catalog(conn)
 
-    def delete_tools(self, ids: Sequence[str]) -> None:
+    def delete_tools(self, ids: Sequence[str]) -> int:
         params = [(t,) for t in ids]
         with self._write() as conn:
             for table, column in _TOOL_TABLES:
                 conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", params)
-            conn.execute("UPDATE counters SET value = value + 1 WHERE name = 'catalog_version'")
+            return self._bump_catalog(conn)
+
+    def clear(self) -> None:
+        with self._write() as conn:
+            for table, _ in _TOOL_TABLES:
+                conn.execute(f"DELETE FROM {table}")
+            conn.execute("DELETE FROM meta WHERE key = 'config'")
+            self._bump_catalog(conn)
+
+    @staticmethod
+    def _bump_catalog(conn: sqlite3.Connection) -> int:
+        sql = "UPDATE counters SET value = value + 1 WHERE name = 'catalog_version' RETURNING value"
+        return int(conn.execute(sql).fetchone()[0])
 
     def catalog_version(self) -> int:
         return int(self._read("SELECT value FROM counters WHERE name = 'catalog_version'")[0][0])

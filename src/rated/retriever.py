@@ -1,0 +1,716 @@
+"""The one object an agent developer uses: retrieve tools for a query, report how each call went.
+
+Pipeline: encode the query -> semantic top-K (``SemanticIndex``, K = ``candidates``, default 10) ->
+``Candidates`` -> ``policy.rank`` -> the top ``k`` as ``Hit`` objects. ``feedback`` turns an outcome into a
+``Feedback`` (context = the query's embedding when the query is given) and applies it through
+``store.update_states``, an atomic read-modify-write, so processes sharing one database lose no update;
+before every ranking the retriever polls ``store.version()`` and reloads only the states that changed.
+
+>>> from rated import Tool
+>>> from rated.encode.testing import HashEncoder
+>>> from rated.policy.global_mab import GlobalMABPolicy
+>>> tools = [Tool(id="mail.a", name="send_email", description="Send an email message"),
+...          Tool(id="mail.b", name="email_send", description="Send an email message"),
+...          Tool(id="weather", name="weather", description="Weather forecast for a city")]
+>>> r = Retriever.from_catalog(tools, encoder=HashEncoder(64), policy=GlobalMABPolicy(), clock=lambda: 0)
+>>> [h.tool.id for h in r.retrieve("send an email", k=2)]
+['mail.a', 'mail.b']
+>>> r.feedback("mail.a", "tool_error", query="send an email")
+>>> [h.tool.id for h in r.retrieve("send an email", k=2)]
+['mail.b', 'mail.a']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Self
+
+import numpy as np
+from pydantic import ValidationError
+
+from rated.catalog.schema import Tool
+from rated.encode.base import Encoder
+from rated.errors import CatalogError, CatalogProblem, ConfigError, ModelError, QueryError, UnknownToolError
+from rated.outcome import Outcome, OutcomeKind
+from rated.policy.base import Candidates, Feedback, Policy, Ranking
+from rated.store.base import OutcomeRecord, OutcomeStats, Store
+from rated.store.codec import decode_state, encode_state
+from rated.store.meta import EncoderIdentity, IndexMeta
+from rated.store.open import open_store
+
+__all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "ToolHealth"]
+
+DEFAULT_POLICY = "rated"
+_STORE_OPTIONS = ("durability", "busy_timeout", "namespace")
+_HASH_ENCODER = re.compile(r"hash-(\d+)-s(\d+)$")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved tool. ``score`` is the policy's final score; the components explain it.
+
+    ``healthy`` is the policy's view of the tool; ``degraded`` is True for every hit of a ranking in which no
+    candidate looked healthy (fail open: the list is returned anyway, best first).
+    """
+
+    tool: Tool
+    score: float
+    semantic: float
+    prior: float
+    bandit: float | None
+    healthy: bool
+    degraded: bool
+    rank: int
+    components: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return self.tool.id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "id": self.tool.id,
+            "name": self.tool.name,
+            "description": self.tool.description,
+            "score": self.score,
+            "semantic": self.semantic,
+            "bandit": self.bandit,
+            "prior": self.prior,
+            "healthy": self.healthy,
+            "degraded": self.degraded,
+            "components": dict(self.components),
+        }
+
+
+@dataclass(frozen=True)
+class ToolHealth:
+    """A tool with the policy's current view of it and its outcome counts (``Retriever.tools``)."""
+
+    tool: Tool
+    prior: float
+    healthy: bool
+    stats: OutcomeStats | None
+    components: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.stats
+        return {
+            "id": self.tool.id,
+            "name": self.tool.name,
+            "source": self.tool.source,
+            "prior": self.prior,
+            "healthy": self.healthy,
+            "successes": s.successes if s else 0,
+            "failures": s.failures if s else 0,
+            "caller_errors": s.caller_errors if s else 0,
+            "last_outcome": s.last_outcome if s else None,
+            "last_time": s.last_time if s else None,
+            "components": dict(self.components),
+        }
+
+
+class Retriever:
+    """Semantic retrieval re-ranked by a policy that learns from execution outcomes.
+
+    Build with ``Retriever.from_catalog`` (encode and index a catalog) or ``Retriever.open`` (reopen a
+    database without re-encoding). Thread-safe; processes may share one SQLite file or Redis database.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        encoder: Encoder,
+        policy: Policy,
+        meta: IndexMeta,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._encoder = encoder
+        self._policy = policy
+        self._meta = meta
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._version: int | None = None
+        self._seq = 0
+        self._catalog_version = -1
+        self._load_catalog()
+        self._load_states()
+
+    # ---- construction ------------------------------------------------------------------------------
+    @classmethod
+    def from_catalog(
+        cls,
+        path_or_tools: str | Path | Sequence[Tool | Mapping[str, Any]],
+        db: str | Path | Store | None = None,
+        encoder: Encoder | None = None,
+        **config: Any,
+    ) -> Retriever:
+        """Encode and index a catalog into ``db`` (None: in memory; a path: SQLite; ``redis://...``).
+
+        ``config``: ``policy`` (a name or a Policy instance, default ``"rated"``), ``policy_params``,
+        ``candidates`` (K, default 10), ``max_query_chars`` (10,000), ``semantic`` (a SemanticConfig or
+        dict), ``overwrite`` (replace an existing index in ``db``), ``progress``, ``clock``, and store
+        options ``durability`` / ``busy_timeout`` / ``namespace``.
+        """
+        from rated.catalog.prior import compute_prior
+        from rated.index.semantic import SemanticConfig
+
+        overwrite = bool(config.pop("overwrite", False))
+        progress = bool(config.pop("progress", False))
+        clock = config.pop("clock", time.time)
+        store_options = {k: config.pop(k) for k in _STORE_OPTIONS if k in config}
+        policy_arg = config.pop("policy", DEFAULT_POLICY)
+        policy_params = dict(config.pop("policy_params", {}) or {})
+        semantic = config.pop("semantic", None)
+        candidates = _positive_int(config.pop("candidates", 10), "candidates")
+        max_query_chars = _positive_int(config.pop("max_query_chars", 10_000), "max_query_chars")
+        if config:
+            raise ConfigError(f"unknown Retriever option(s): {', '.join(sorted(config))}")
+        if isinstance(semantic, Mapping):
+            semantic = _semantic_config(semantic)
+        semantic = semantic or SemanticConfig()
+        policy = _build_policy(policy_arg, policy_params)
+        tools = _as_tools(path_or_tools)
+        encoder = encoder if encoder is not None else _default_encoder(progress)
+
+        store = open_store(db, create=True, **store_options)
+        try:
+            if store.get_meta() or store.load_catalog().ids:
+                if not overwrite:
+                    raise ConfigError(
+                        f"{_where(db)} already holds an index; open it with Retriever.open, or pass "
+                        "overwrite=True (`rated index --force`) to replace it"
+                    )
+                store.clear()
+            embeddings = _encode_tools(encoder, tools, progress)
+            prior = compute_prior(tools, encoder, progress=progress)
+            meta = IndexMeta(
+                encoder=EncoderIdentity.of(encoder),
+                policy=str(getattr(policy, "name", type(policy).__name__)),
+                policy_params=_policy_params(policy),
+                semantic=dataclasses.asdict(semantic),
+                candidates=candidates,
+                max_query_chars=max_query_chars,
+                prior_stats=prior.stats.to_dict(),
+                rated_version=_rated_version(),
+            )
+            store.put_tools(
+                [t.id for t in tools],
+                [t.model_dump_json() for t in tools],
+                embeddings,
+                prior.r_static,
+                [prior.record(i) for i in range(len(tools))],
+            )
+            store.set_meta(meta.to_dict())
+            return cls(store, encoder, policy, meta, clock=clock)
+        except BaseException:
+            store.close()
+            raise
+
+    @classmethod
+    def open(
+        cls,
+        db: str | Path | Store,
+        encoder: Encoder | None = None,
+        *,
+        policy: Policy | None = None,
+        clock: Callable[[], float] = time.time,
+        **store_options: Any,
+    ) -> Retriever:
+        """Reopen an index: stored embeddings, prior, policy and learned state; nothing is re-encoded.
+
+        The encoder defaults to the one the index was built with (checked by name, size and weights);
+        ``policy`` is needed only for a custom policy that rated's registry does not know.
+        """
+        unknown = set(store_options) - set(_STORE_OPTIONS)
+        if unknown:
+            raise ConfigError(f"unknown Retriever.open option(s): {', '.join(sorted(unknown))}")
+        store = open_store(db, create=False, **store_options)
+        try:
+            raw = store.get_meta()
+            if not raw:
+                raise ConfigError(f"{_where(db)} holds no index yet (build one with `rated index`)")
+            meta = IndexMeta.from_dict(raw, _where(db))
+            encoder = _check_encoder(encoder, meta.encoder, _where(db))
+            if policy is None:
+                policy = _build_policy(meta.policy, meta.policy_params)
+            return cls(store, encoder, policy, meta, clock=clock)
+        except BaseException:
+            store.close()
+            raise
+
+    # ---- retrieval ---------------------------------------------------------------------------------
+    def retrieve(self, query: str, k: int = 5) -> list[Hit]:
+        """The best ``k`` tools for ``query``, re-ranked by the policy (never empty for a non-empty pool)."""
+        self._check_query(query)
+        k = _check_k(k)
+        vec = self._encode_queries([query])[0]
+        with self._lock:
+            self._refresh()
+            pos, sem = self._index.search(query, vec, max(self._meta.candidates, k))
+            return self._rank(pos, sem, vec, k)
+
+    def retrieve_many(self, queries: Sequence[str], k: int = 5) -> list[list[Hit]]:
+        """``retrieve`` for a batch of queries (encoded together)."""
+        if isinstance(queries, str):
+            raise QueryError("retrieve_many takes a list of queries, not one string")
+        queries = list(queries)
+        for q in queries:
+            self._check_query(q)
+        k = _check_k(k)
+        if not queries:
+            return []
+        vecs = self._encode_queries(queries)
+        with self._lock:
+            self._refresh()
+            pos, sem = self._index.search_many(queries, vecs, max(self._meta.candidates, k))
+            return [self._rank(pos[i], sem[i], vecs[i], k) for i in range(len(queries))]
+
+    def _rank(self, pos: np.ndarray, sem: np.ndarray, vec: np.ndarray, k: int) -> list[Hit]:
+        if len(pos) == 0:
+            return []
+        candidates = Candidates(
+            tool_ids=tuple(self._ids[p] for p in pos),
+            semantic=sem,
+            prior=self._prior[pos],
+            providers=tuple(self._providers[p] for p in pos),
+            context=vec,
+            now=float(self._clock()),
+        )
+        ranking = self._policy.rank(candidates)
+        _check_ranking(ranking, len(candidates))
+        healthy = ranking.healthy if ranking.healthy is not None else np.ones(len(candidates), bool)
+        bandit = _bandit_component(ranking.components)
+        hits = []
+        for rank, i in enumerate(ranking.order[:k]):
+            i = int(i)
+            hits.append(
+                Hit(
+                    tool=self._tools[pos[i]],
+                    score=float(ranking.scores[i]),
+                    semantic=float(candidates.semantic[i]),
+                    prior=float(candidates.prior[i]),
+                    bandit=None if bandit is None else float(bandit[i]),
+                    healthy=bool(healthy[i]),
+                    degraded=bool(ranking.degraded),
+                    rank=rank + 1,
+                    components={n: float(np.asarray(v)[i]) for n, v in ranking.components.items()},
+                )
+            )
+        return hits
+
+    # ---- feedback ----------------------------------------------------------------------------------
+    def feedback(
+        self,
+        tool_id: str,
+        outcome: Outcome | OutcomeKind | str | bool,
+        query: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        """Report how a call of ``tool_id`` went; persisted (and shared) before this returns.
+
+        ``outcome``: ``"success"``, ``"tool_error"``, ``"timeout"``, ``"rate_limited"``, ``"auth_error"``,
+        ``"caller_error"`` (never counts against the tool), an ``Outcome``, or a bool. ``query`` (the
+        request the tool was called for) lets the policy learn query-specific failures; ``retry_after``
+        (seconds) is a rate-limit hint.
+        """
+        if not isinstance(tool_id, str) or tool_id not in self._by_id:
+            raise UnknownToolError(str(tool_id))
+        if isinstance(outcome, Outcome) and retry_after is not None:
+            outcome = Outcome(outcome.kind, retry_after)
+        result = Outcome.of(outcome, _check_retry_after(retry_after))
+        context = None
+        query_hash = None
+        if query is not None:
+            self._check_query(query)
+            context = self._encode_queries([query])[0]
+            query_hash = hashlib.sha256(query.encode("utf-8")).hexdigest()[:16]
+        now = float(self._clock())
+        fb = Feedback(
+            tool_id=tool_id,
+            outcome=result,
+            now=now,
+            context=context,
+            provider=self._by_id[tool_id].provider_key,
+        )
+        record = OutcomeRecord(now, tool_id, result.kind.value, query_hash, result.retry_after)
+        counts = result.is_success or result.counts_against_tool
+        keys = list(self._policy.state_keys(fb)) if counts else []
+        with self._lock:
+            self._refresh()
+
+            def update(current: Mapping[str, bytes]) -> dict[str, bytes]:
+                for key in keys:
+                    blob = current.get(key)
+                    self._policy.set_state(key, None if blob is None else decode_state(blob))
+                self._policy.learn(fb)
+                out = {}
+                for key in keys:
+                    state = self._policy.get_state(key)
+                    if state is not None:
+                        out[key] = encode_state(state)
+                return out
+
+            try:
+                self._store.update_states(keys, update, record)
+            except BaseException:
+                self._reload_states(keys)  # the policy may hold a change the store refused
+                raise
+
+    # ---- catalog changes ---------------------------------------------------------------------------
+    def add_tools(
+        self, tools: str | Path | Sequence[Tool | Mapping[str, Any]], *, progress: bool = False
+    ) -> None:
+        """Encode and add tools; the others are not re-encoded and keep their prior and learned state."""
+        from rated.catalog.prior import PriorStats, score_new
+
+        new = _as_tools(tools)
+        with self._lock:
+            self._refresh()
+            clash = [t.id for t in new if t.id in self._by_id]
+            if clash:
+                problems = [CatalogProblem(f"tool {t!r}", "id", "already in the index") for t in clash]
+                raise CatalogError(f"{len(clash)} tool id(s) already indexed", problems)
+            embeddings = _encode_tools(self._encoder, new, progress)
+            prior = score_new(new, self._encoder, PriorStats.from_dict(self._meta.prior_stats))
+            version = self._store.put_tools(
+                [t.id for t in new],
+                [t.model_dump_json() for t in new],
+                embeddings,
+                prior.r_static,
+                [prior.record(i) for i in range(len(new))],
+            )
+            self._index.add(new, embeddings)
+            self._set_pool(
+                self._index.tools,
+                {**self._prior_by_id, **dict(zip(prior.tool_ids, prior.r_static, strict=True))},
+            )
+            self._own_catalog_change(version)
+
+    def remove_tools(self, tool_ids: Iterable[str]) -> None:
+        """Drop tools (and their learned state); ``UnknownToolError`` if one is not indexed."""
+        ids = list(dict.fromkeys([tool_ids] if isinstance(tool_ids, str) else tool_ids))
+        with self._lock:
+            self._refresh()
+            for tool_id in ids:
+                if tool_id not in self._by_id:
+                    raise UnknownToolError(tool_id)
+            if len(ids) >= len(self._by_id):
+                raise ConfigError("cannot remove every tool: an index needs at least one")
+            version = self._store.delete_tools(ids)
+            self._index.remove(ids)
+            for tool_id in ids:
+                self._policy.set_state(tool_id, None)
+            self._set_pool(self._index.tools, self._prior_by_id)
+            self._own_catalog_change(version)
+
+    # ---- inspection --------------------------------------------------------------------------------
+    def tools(self) -> list[ToolHealth]:
+        """Every tool with its prior, the policy's health view at this moment, and its outcome counts."""
+        with self._lock:
+            self._refresh()
+            stats = self._store.outcome_stats()
+            healthy = np.ones(len(self._ids), dtype=bool)
+            components: dict[str, np.ndarray] = {}
+            if len(self._ids):
+                ranking = self._policy.rank(
+                    Candidates(
+                        tool_ids=tuple(self._ids),
+                        semantic=np.zeros(len(self._ids), np.float32),
+                        prior=self._prior,
+                        providers=tuple(self._providers),
+                        context=None,
+                        now=float(self._clock()),
+                    )
+                )
+                if ranking.healthy is not None:
+                    healthy = np.asarray(ranking.healthy, dtype=bool)
+                components = {n: np.asarray(v) for n, v in ranking.components.items() if n != "semantic"}
+            return [
+                ToolHealth(
+                    tool=t,
+                    prior=float(self._prior[i]),
+                    healthy=bool(healthy[i]),
+                    stats=stats.get(t.id),
+                    components={n: float(v[i]) for n, v in components.items()},
+                )
+                for i, t in enumerate(self._tools)
+            ]
+
+    def tool(self, tool_id: str) -> Tool:
+        try:
+            return self._by_id[tool_id]
+        except (KeyError, TypeError):
+            raise UnknownToolError(str(tool_id)) from None
+
+    def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:
+        """The most recent outcome records (oldest first)."""
+        if tool_id is not None:
+            self.tool(tool_id)
+        return self._store.outcomes(tool_id, limit)
+
+    @property
+    def store(self) -> Store:
+        return self._store
+
+    @property
+    def policy(self) -> Policy:
+        return self._policy
+
+    @property
+    def encoder(self) -> Encoder:
+        return self._encoder
+
+    @property
+    def meta(self) -> IndexMeta:
+        return self._meta
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def close(self) -> None:
+        self._store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Retriever({len(self)} tools, encoder={self._meta.encoder}, policy={self._meta.policy!r})"
+
+    # ---- internals ---------------------------------------------------------------------------------
+    def _check_query(self, query: object) -> None:
+        if not isinstance(query, str):
+            raise QueryError(f"query must be a string, got {type(query).__name__}")
+        if not query.strip():
+            raise QueryError("query is empty")
+        if len(query) > self._meta.max_query_chars:
+            raise QueryError(
+                f"query is {len(query):,} characters long; the limit is {self._meta.max_query_chars:,} "
+                "(max_query_chars)"
+            )
+
+    def _encode_queries(self, queries: Sequence[str]) -> np.ndarray:
+        vecs = np.asarray(self._encoder.encode_queries(list(queries)), dtype=np.float32)
+        if vecs.shape != (len(queries), self._meta.encoder.dim) or not np.all(np.isfinite(vecs)):
+            raise ModelError(f"encoder {self._meta.encoder.name} returned invalid query embeddings")
+        return vecs
+
+    def _load_catalog(self) -> None:
+        """(Re)build the in-memory index from the store: stored embeddings, nothing re-encoded."""
+        from rated.index.semantic import SemanticIndex
+
+        version = self._store.catalog_version()
+        stored = self._store.load_catalog()
+        tools = [_parse_record(r, i) for i, r in zip(stored.ids, stored.records, strict=True)]
+        self._index = SemanticIndex.build(tools, stored.embeddings, _semantic_config(self._meta.semantic))
+        self._set_pool(self._index.tools, dict(zip(stored.ids, stored.prior.tolist(), strict=True)))
+        self._catalog_version = version
+
+    def _set_pool(self, tools: Sequence[Tool], prior_by_id: Mapping[str, float]) -> None:
+        self._tools = list(tools)
+        self._ids = [t.id for t in self._tools]
+        self._by_id = {t.id: t for t in self._tools}
+        self._prior_by_id = {i: float(prior_by_id[i]) for i in self._ids}
+        self._prior = np.array([self._prior_by_id[i] for i in self._ids], dtype=np.float32)
+        self._providers = [t.provider_key for t in self._tools]
+
+    def _load_states(self) -> None:
+        """Forget in-memory learning and apply every stored state (the store is the source of truth)."""
+        if hasattr(self._policy, "all_state_keys"):
+            for key in list(self._policy.all_state_keys()):
+                self._policy.set_state(key, None)
+        else:
+            self._policy = self._policy.clone()
+        self._version = self._store.version()
+        states, self._seq = self._store.states_since(0)
+        for key, blob in states.items():
+            self._policy.set_state(key, decode_state(blob))
+
+    def _reload_states(self, keys: Sequence[str]) -> None:
+        stored = self._store.load_states(keys)
+        for key in keys:
+            blob = stored.get(key)
+            self._policy.set_state(key, None if blob is None else decode_state(blob))
+
+    def _refresh(self) -> None:
+        """Pick up what other retrievers (threads, processes, replicas) wrote since we last looked."""
+        version = self._store.version()
+        if version == self._version:
+            return
+        if self._store.catalog_version() != self._catalog_version:
+            self._load_catalog()
+            self._load_states()
+            return
+        self._version = version
+        changed, self._seq = self._store.states_since(self._seq)
+        for key, blob in changed.items():
+            self._policy.set_state(key, decode_state(blob))
+
+    def _own_catalog_change(self, version: int) -> None:
+        """Our own write moved the catalog version by one: no reload needed (else someone else wrote too)."""
+        if version == self._catalog_version + 1:
+            self._catalog_version = version
+
+
+# ---- helpers -----------------------------------------------------------------------------------------
+def _positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _check_k(k: Any) -> int:
+    return _positive_int(k, "k")
+
+
+def _check_retry_after(value: Any) -> float | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ConfigError(f"retry_after must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
+def _check_ranking(ranking: Ranking, n: int) -> None:
+    scores = np.asarray(ranking.scores, dtype=np.float64)
+    if scores.shape != (n,) or not np.all(np.isfinite(scores)):
+        raise ConfigError("the policy returned NaN, infinite or misshaped scores")
+    if sorted(np.asarray(ranking.order).tolist()) != list(range(n)):
+        raise ConfigError("the policy returned an order that is not a permutation of the candidates")
+
+
+def _bandit_component(components: Mapping[str, np.ndarray]) -> np.ndarray | None:
+    for name in ("bandit", "mab", "health"):
+        if name in components:
+            return np.asarray(components[name])
+    return None
+
+
+def _as_tools(source: str | Path | Sequence[Tool | Mapping[str, Any]]) -> list[Tool]:
+    """A catalog path, JSON text, or a list of Tools/dicts -> validated, duplicate-free Tools."""
+    from rated.catalog.loaders import load_catalog
+
+    if isinstance(source, (str, Path)):
+        return load_catalog(source)
+    items = list(source)
+    if all(isinstance(t, Tool) for t in items):
+        if not items:
+            raise CatalogError("the catalog holds no tools")
+        seen: set[str] = set()
+        dupes = [t.id for t in items if t.id in seen or seen.add(t.id)]  # type: ignore[func-returns-value]
+        if dupes:
+            problems = [CatalogProblem(f"tool {d!r}", "id", "duplicate id") for d in dupes]
+            raise CatalogError(f"{len(dupes)} duplicate tool id(s)", problems)
+        return items
+    return load_catalog([t.model_dump(mode="json") if isinstance(t, Tool) else t for t in items])
+
+
+def _parse_record(record: str, tool_id: str) -> Tool:
+    from rated.errors import IndexFormatError
+
+    try:
+        return Tool.model_validate_json(record)
+    except ValidationError as exc:
+        raise IndexFormatError(f"stored record of tool {tool_id!r} is invalid: {exc}") from None
+
+
+def _encode_tools(encoder: Encoder, tools: Sequence[Tool], progress: bool) -> np.ndarray:
+    from rated.catalog.text import tool_text
+
+    emb = np.asarray(encoder.encode_tools([tool_text(t) for t in tools], progress=progress), dtype=np.float32)
+    if emb.shape != (len(tools), int(encoder.dim)) or not np.all(np.isfinite(emb)):
+        raise ModelError(f"encoder {encoder.name} returned invalid tool embeddings (shape {emb.shape})")
+    return emb
+
+
+def _semantic_config(data: Mapping[str, Any]) -> Any:
+    from rated.catalog.text import TextConfig
+    from rated.index.semantic import SemanticConfig
+
+    data = dict(data)
+    if isinstance(data.get("lexical_text"), Mapping):
+        data["lexical_text"] = TextConfig(**data["lexical_text"])
+    try:
+        return SemanticConfig(**data)
+    except TypeError as exc:
+        raise ConfigError(f"invalid semantic configuration: {exc}") from None
+
+
+def _build_policy(policy: str | Policy, params: Mapping[str, Any]) -> Policy:
+    if not isinstance(policy, str):
+        if params:
+            raise ConfigError("policy_params apply to a policy given by name, not to a Policy instance")
+        if not isinstance(policy, Policy):
+            raise ConfigError(f"policy must be a name or a Policy, got {type(policy).__name__}")
+        return policy
+    from rated.policy import make_policy
+
+    return make_policy(policy, **params)
+
+
+def _policy_params(policy: Policy) -> dict[str, Any]:
+    """Hyper-parameters as JSON values (JSON here allows inf; anything exotic is saved as its repr)."""
+    get_params = getattr(policy, "get_params", None)
+    params = dict(get_params()) if callable(get_params) else {}
+    return json.loads(json.dumps(params, default=repr))
+
+
+def _default_encoder(progress: bool) -> Encoder:
+    from rated.encode import default_encoder
+
+    return default_encoder(progress=progress)
+
+
+def _check_encoder(encoder: Encoder | None, saved: EncoderIdentity, where: str) -> Encoder:
+    """The given encoder if it matches the index, else the one the index was built with."""
+    if encoder is None:
+        match = _HASH_ENCODER.match(saved.name)
+        if match:
+            from rated.encode.testing import HashEncoder
+
+            encoder = HashEncoder(dim=int(match.group(1)), seed=int(match.group(2)))
+        elif saved.model_dir and Path(saved.model_dir).is_dir():
+            from rated.encode.onnx import OnnxEncoder
+
+            encoder = OnnxEncoder.load(saved.model_dir, quantized=saved.name.endswith("-int8"))
+        else:
+            encoder = _default_encoder(progress=True)
+    found = EncoderIdentity.of(encoder)
+    if not found.same_embeddings(saved):
+        raise ConfigError(
+            f"{where} was indexed with encoder {saved}, not {found}: pass that encoder, or re-index"
+        )
+    return encoder
+
+
+def _where(db: object) -> str:
+    return (
+        "the in-memory store"
+        if db is None
+        else str(getattr(db, "path", None) or getattr(db, "url", None) or db)
+    )
+
+
+def _rated_version() -> str:
+    from rated import __version__
+
+    return __version__
