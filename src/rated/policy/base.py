@@ -118,6 +118,7 @@ class BasePolicy(abc.ABC):
 
     name: ClassVar[str] = "base"
     attempts: ClassVar[int] = 1  # how many ranked tools an agent may try per step (retry baselines)
+    uses_probes: ClassVar[bool] = False  # True when ``probe_targets`` may name tools to health-check
 
     # ---- ranking -----------------------------------------------------------------------------------
     def rank(self, candidates: Candidates) -> Ranking:
@@ -145,6 +146,15 @@ class BasePolicy(abc.ABC):
 
     def _learn(self, feedback: Feedback) -> None:  # noqa: B027 - a policy without feedback learns nothing
         """Update state from one tool-attributable outcome. The only method that changes state."""
+
+    # ---- health probes: checks of demoted tools that no agent pays for (MCP ping, HTTP health) ------
+    def probe_targets(self, now: float, budget: int) -> list[str]:
+        """Up to ``budget`` tool ids this policy wants health-checked at ``now`` (most useful first).
+
+        The caller runs the checks and reports each result through ``learn`` with ``Feedback(probe=True)``.
+        Policies that do not use probes return an empty list.
+        """
+        return []
 
     # ---- persistence: a policy's state is a set of keyed States (one per tool, provider, ...) -------
     def state_keys(self, feedback: Feedback) -> list[str]:

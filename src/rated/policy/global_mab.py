@@ -1,0 +1,111 @@
+"""Global MAB: one context-free, discounted success estimate per tool, fused like RATED's bandit score.
+
+The paper's "RATED (w/ Global MAB)" ablation: ``w_sem*S_sem + w_mab*min(1, mean + bonus) + w_prior*r_static``
+where ``mean`` is a Beta posterior mean ``(s + n0*r_static) / (s + f + n0)`` over discounted counts (each
+update multiplies the old counts by ``gamma``; with a finite ``half_life`` they also fade with time) and
+``bonus = alpha / sqrt(n0 + s + f)`` is a UCB optimism term. No health gate: demotion is only as strong
+as ``w_mab`` makes it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from rated.errors import ConfigError
+from rated.policy.base import BasePolicy, Candidates, Feedback, State
+
+__all__ = ["GlobalMABPolicy", "apply_outcome"]
+
+
+def apply_outcome(
+    counts: tuple[float, float, float], now: float, y: float, gamma: float, half_life: float
+) -> tuple[float, float, float]:
+    """Fold one outcome (``y`` 1 for success, 0 for failure) into ``(t_last, s, f)``."""
+    t_last, s, f = counts
+    if math.isfinite(half_life) and now > t_last:
+        fade = 0.5 ** ((now - t_last) / half_life)
+        s, f = s * fade, f * fade
+    return (max(now, t_last), gamma * s + y, gamma * f + (1.0 - y))
+
+
+class GlobalMABPolicy(BasePolicy):
+    """Per-tool Beta estimate of the success rate, added to the semantic score with weight ``w_mab``.
+
+    >>> import numpy as np
+    >>> from rated.outcome import Outcome
+    >>> p = GlobalMABPolicy(w_mab=0.5)
+    >>> p.learn(Feedback("a", Outcome.of("tool_error"), now=1.0))
+    >>> c = Candidates(("a", "b"), np.array([0.6, 0.5]), np.full(2, 0.8), ("a", "b"), now=2.0)
+    >>> p.rank(c).order.tolist()
+    [1, 0]
+    """
+
+    name: ClassVar[str] = "global_mab"
+
+    def __init__(
+        self,
+        w_sem: float = 0.75,
+        w_mab: float = 0.15,
+        w_prior: float = 0.10,
+        gamma: float = 0.95,
+        prior_strength: float = 1.0,
+        alpha: float = 0.1,
+        half_life: float = math.inf,
+    ):
+        if min(w_sem, w_mab, w_prior, alpha) < 0 or not 0 < gamma <= 1 or prior_strength <= 0 or half_life <= 0:
+            raise ConfigError(
+                "need weights and alpha >= 0, 0 < gamma <= 1, prior_strength > 0, half_life > 0; got "
+                f"{w_sem}, {w_mab}, {w_prior}, alpha={alpha}, gamma={gamma}, prior_strength={prior_strength}, "
+                f"half_life={half_life}"
+            )
+        self.w_sem = float(w_sem)
+        self.w_mab = float(w_mab)
+        self.w_prior = float(w_prior)
+        self.gamma = float(gamma)
+        self.prior_strength = float(prior_strength)
+        self.alpha = float(alpha)
+        self.half_life = float(half_life)
+        self._counts: dict[str, tuple[float, float, float]] = {}  # tool -> (t_last, s, f)
+
+    def _current(self, tool_id: str, now: float) -> tuple[float, float, float] | None:
+        """The counts as they stand at ``now`` (subclasses add outcomes not yet folded in)."""
+        return self._counts.get(tool_id)
+
+    def _score(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
+        now, n0, hl = candidates.now, self.prior_strength, self.half_life
+        prior = candidates.prior
+        est = np.empty(len(candidates))
+        for i, tool in enumerate(candidates.tool_ids):
+            c = self._current(tool, now)
+            s = f = 0.0
+            if c is not None:
+                t_last, s, f = c
+                if math.isfinite(hl) and now > t_last:
+                    fade = 0.5 ** ((now - t_last) / hl)
+                    s, f = s * fade, f * fade
+            est[i] = min(1.0, (s + n0 * float(prior[i])) / (s + f + n0) + self.alpha / math.sqrt(n0 + s + f))
+        scores = self.w_sem * candidates.semantic + self.w_mab * est + self.w_prior * prior
+        return scores, {"semantic": candidates.semantic, "mab": est, "prior": prior}, None
+
+    def _learn(self, feedback: Feedback) -> None:
+        y = 1.0 if feedback.outcome.is_success else 0.0
+        old = self._counts.get(feedback.tool_id, (feedback.now, 0.0, 0.0))
+        self._counts[feedback.tool_id] = apply_outcome(old, feedback.now, y, self.gamma, self.half_life)
+
+    def get_state(self, key: str) -> State | None:
+        c = self._counts.get(key)
+        return None if c is None else {"counts": np.array(c, dtype=np.float64)}
+
+    def set_state(self, key: str, state: State | None) -> None:
+        if state is None:
+            self._counts.pop(key, None)
+        else:
+            t, s, f = (float(v) for v in np.asarray(state["counts"], dtype=np.float64).ravel()[:3])
+            self._counts[key] = (t, s, f)
+
+    def all_state_keys(self) -> Sequence[str]:
+        return list(self._counts)
