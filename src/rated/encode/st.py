@@ -27,7 +27,8 @@ class SentenceTransformerEncoder:
             ) from exc
         self.model = SentenceTransformer(str(model_name_or_path), device=device, **kwargs)
         self.name = Path(str(model_name_or_path)).name or str(model_name_or_path)
-        dim = self.model.get_sentence_embedding_dimension()
+        get_dim = getattr(self.model, "get_embedding_dimension", None)  # renamed in sentence-transformers 6
+        dim = get_dim() if get_dim else self.model.get_sentence_embedding_dimension()
         if dim is None:
             raise ValueError(f"{model_name_or_path}: the model does not report an embedding dimension")
         self.dim = int(dim)
