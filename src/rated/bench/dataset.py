@@ -107,7 +107,9 @@ def load_dataset(directory: str | Path) -> Dataset:
                 loc = ".".join(str(x) for x in err["loc"])
                 problems.append(CatalogProblem(f"line {lineno}", loc, err["msg"]))
     if problems:
-        raise DataError(f"{tools_path}: {len(problems)} invalid tool record(s): " + "; ".join(map(str, problems[:10])))
+        raise DataError(
+            f"{tools_path}: {len(problems)} invalid tool record(s): " + "; ".join(map(str, problems[:10]))
+        )
     queries: list[Query] = []
     for lineno, obj in _read_jsonl(queries_path):
         try:
@@ -141,6 +143,9 @@ def save_dataset(dataset: Dataset, directory: str | Path) -> Path:
             fh.write(t.model_dump_json(exclude_defaults=True) + "\n")
     with (root / "queries.jsonl").open("w", encoding="utf-8") as fh:
         for q in dataset.queries:
-            fh.write(json.dumps({"id": q.id, "text": q.text, "relevant": list(q.relevant), "split": q.split}) + "\n")
+            fh.write(
+                json.dumps({"id": q.id, "text": q.text, "relevant": list(q.relevant), "split": q.split})
+                + "\n"
+            )
     (root / "meta.json").write_text(json.dumps({"name": dataset.name, **dataset.meta}, indent=2))
     return root
