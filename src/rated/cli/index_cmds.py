@@ -1,9 +1,210 @@
-"""CLI commands: placeholder until this group is implemented (see the issues)."""
+"""``rated index | search | feedback | tools``: build an index, query it, report outcomes, show health.
+
+Every command takes ``--db`` (a SQLite path or ``redis://host:port/n``; default ``$RATED_DB``) and
+``--json`` for one machine-readable document on stdout. Errors are rated errors: one line, non-zero exit.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import time
+from typing import Any
+
+from rich.table import Table
+
+from rated.cli.output import console, print_json
+from rated.errors import ConfigError
+from rated.outcome import OutcomeKind
+
+__all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this group's sub-commands to the ``rated`` parser."""
+    p = sub.add_parser("index", help="encode a tool catalog into a database")
+    p.add_argument("catalog", metavar="CATALOG", help="JSONL, JSON list, OpenAI tool list or MCP tools/list")
+    _db(p)
+    p.add_argument(
+        "--encoder",
+        default="default",
+        help="'default' (embedded all-MiniLM-L6-v2), 'hash' (fast fake, for tests) or an ONNX model folder",
+    )
+    p.add_argument("--policy", default="rated", help="re-ranking policy (see rated.policy.POLICIES)")
+    p.add_argument("--candidates", type=int, default=10, help="semantic top-K the policy re-ranks (10)")
+    p.add_argument("--force", action="store_true", help="replace an index already in --db")
+    _json(p)
+    p.set_defaults(handler=_index)
+
+    p = sub.add_parser("search", help="retrieve tools for a query")
+    p.add_argument("query", metavar="QUERY")
+    _db(p)
+    p.add_argument("-k", type=int, default=5, help="number of tools to return (5)")
+    _json(p)
+    p.set_defaults(handler=_search)
+
+    p = sub.add_parser("feedback", help="report how a tool call went")
+    p.add_argument("tool_id", metavar="TOOL_ID")
+    p.add_argument(
+        "--outcome",
+        required=True,
+        metavar="OUTCOME",
+        help="one of: " + ", ".join(k.value for k in OutcomeKind),
+    )
+    p.add_argument("--query", default=None, help="the request the tool was called for")
+    p.add_argument("--retry-after", type=float, default=None, metavar="S", help="rate-limit hint, seconds")
+    _db(p)
+    _json(p)
+    p.set_defaults(handler=_feedback)
+
+    p = sub.add_parser("tools", help="list indexed tools with their current health")
+    _db(p)
+    p.add_argument("--unhealthy", action="store_true", help="only tools currently considered unhealthy")
+    _json(p)
+    p.set_defaults(handler=_tools)
+
+
+def _db(p: argparse.ArgumentParser) -> None:
+    env = os.environ.get("RATED_DB")
+    p.add_argument(
+        "--db",
+        default=env,
+        required=env is None,
+        metavar="PATH",
+        help="SQLite file or redis:// URL (default: $RATED_DB)",
+    )
+
+
+def _json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+
+
+# ---- handlers ----------------------------------------------------------------------------------------
+def _index(args: argparse.Namespace) -> int:
+    from rated.retriever import Retriever
+
+    encoder = _encoder(args.encoder, progress=not args.json)
+    start = time.perf_counter()
+    with Retriever.from_catalog(
+        args.catalog,
+        db=args.db,
+        encoder=encoder,
+        policy=args.policy,
+        candidates=args.candidates,
+        overwrite=args.force,
+        progress=not args.json,
+    ) as r:
+        seconds = time.perf_counter() - start
+        summary = {
+            "db": str(args.db),
+            "tools": len(r),
+            "encoder": str(r.meta.encoder),
+            "policy": r.meta.policy,
+            "seconds": round(seconds, 3),
+        }
+    if args.json:
+        print_json(summary)
+    else:
+        console.print(
+            f"indexed [bold]{summary['tools']}[/] tools into [bold]{args.db}[/] in {seconds:.1f} s "
+            f"(encoder {summary['encoder']}, policy {summary['policy']})"
+        )
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    from rated.retriever import Retriever
+
+    with Retriever.open(args.db) as r:
+        hits = r.retrieve(args.query, k=args.k)
+    degraded = any(h.degraded for h in hits)
+    if args.json:
+        print_json(
+            {"query": args.query, "k": args.k, "degraded": degraded, "hits": [h.to_dict() for h in hits]}
+        )
+        return 0
+    table = Table(title=f"top {len(hits)} for {args.query!r}", title_justify="left")
+    for col in ("#", "tool", "score", "semantic", "bandit", "prior", "healthy"):
+        table.add_column(col, justify="right" if col not in ("tool", "healthy") else "left")
+    for h in hits:
+        table.add_row(
+            str(h.rank),
+            h.id,
+            _f(h.score),
+            _f(h.semantic),
+            _f(h.bandit),
+            _f(h.prior),
+            "yes" if h.healthy else "[red]no[/]",
+        )
+    console.print(table)
+    if degraded:
+        console.print("[yellow]warning:[/] no candidate looked healthy; ranked anyway (fail open)")
+    return 0
+
+
+def _feedback(args: argparse.Namespace) -> int:
+    from rated.retriever import Retriever
+
+    with Retriever.open(args.db) as r:
+        r.feedback(args.tool_id, args.outcome, query=args.query, retry_after=args.retry_after)
+        health = next(t for t in r.tools() if t.tool.id == args.tool_id)
+    if args.json:
+        print_json(
+            {"tool_id": args.tool_id, "outcome": args.outcome, "recorded": True, "healthy": health.healthy}
+        )
+    else:
+        state = "healthy" if health.healthy else "[red]unhealthy[/]"
+        console.print(f"recorded [bold]{args.outcome}[/] for [bold]{args.tool_id}[/]; now {state}")
+    return 0
+
+
+def _tools(args: argparse.Namespace) -> int:
+    from rated.retriever import Retriever
+
+    with Retriever.open(args.db) as r:
+        rows = [t for t in r.tools() if not (args.unhealthy and t.healthy)]
+    if args.json:
+        print_json([t.to_dict() for t in rows])
+        return 0
+    table = Table(title=f"{len(rows)} tools in {args.db}", title_justify="left")
+    for col in ("tool", "source", "prior", "healthy", "ok", "failed", "caller err", "last outcome"):
+        table.add_column(col, justify="right" if col in ("prior", "ok", "failed", "caller err") else "left")
+    for t in rows:
+        d = t.to_dict()
+        table.add_row(
+            d["id"],
+            d["source"],
+            _f(d["prior"]),
+            "yes" if t.healthy else "[red]no[/]",
+            str(d["successes"]),
+            str(d["failures"]),
+            str(d["caller_errors"]),
+            d["last_outcome"] or "",
+        )
+    console.print(table)
+    return 0
+
+
+# ---- helpers -----------------------------------------------------------------------------------------
+def _encoder(spec: str, progress: bool) -> Any:
+    """``default`` -> the embedded MiniLM; ``hash[-DIM]`` -> HashEncoder; otherwise an ONNX model folder."""
+    if spec == "default":
+        from rated.encode import default_encoder
+
+        return default_encoder(progress=progress)
+    if spec == "hash" or spec.startswith("hash-"):
+        from rated.encode.testing import HashEncoder
+
+        dim = spec.removeprefix("hash").lstrip("-") or "256"
+        if not dim.isdigit():
+            raise ConfigError(f"--encoder {spec!r}: expected 'hash' or 'hash-DIM'")
+        return HashEncoder(dim=int(dim))
+    if not os.path.isdir(spec):
+        raise ConfigError(f"--encoder {spec!r}: not 'default', 'hash' or an existing ONNX model folder")
+    from rated.encode.onnx import OnnxEncoder
+
+    return OnnxEncoder.load(spec)
+
+
+def _f(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
