@@ -144,6 +144,11 @@ def test_tools_reports_current_health_and_counts(retriever, clock):
     assert health["mail.a"].stats.failures == 2 and health["mail.a"].stats.last_outcome == "auth_error"
     assert health["mail.b"].stats.successes == 1 and health["weather"].stats is None
     assert health["mail.a"].to_dict()["failures"] == 2
+    one = retriever.health("mail.a")
+    assert one == health["mail.a"]
+    assert retriever.health("mail.a", stats=False).stats is None
+    with pytest.raises(UnknownToolError):
+        retriever.health("nope")
 
 
 def test_fail_open_when_every_candidate_is_down(retriever, clock):

@@ -420,33 +420,47 @@ class Retriever:
         """Every tool with its prior, the policy's health view at this moment, and its outcome counts."""
         with self._lock:
             self._refresh()
-            stats = self._store.outcome_stats()
-            healthy = np.ones(len(self._ids), dtype=bool)
-            components: dict[str, np.ndarray] = {}
-            if len(self._ids):
-                ranking = self._policy.rank(
-                    Candidates(
-                        tool_ids=tuple(self._ids),
-                        semantic=np.zeros(len(self._ids), np.float32),
-                        prior=self._prior,
-                        providers=tuple(self._providers),
-                        context=None,
-                        now=float(self._clock()),
-                    )
-                )
-                if ranking.healthy is not None:
-                    healthy = np.asarray(ranking.healthy, dtype=bool)
-                components = {n: np.asarray(v) for n, v in ranking.components.items() if n != "semantic"}
-            return [
-                ToolHealth(
-                    tool=t,
-                    prior=float(self._prior[i]),
-                    healthy=bool(healthy[i]),
-                    stats=stats.get(t.id),
-                    components={n: float(v[i]) for n, v in components.items()},
-                )
-                for i, t in enumerate(self._tools)
-            ]
+            return self._health(list(range(len(self._ids))), self._store.outcome_stats())
+
+    def health(self, tool_id: str, *, stats: bool = True) -> ToolHealth:
+        """One tool's current health (``stats=False`` skips reading its outcome counts)."""
+        with self._lock:
+            self._refresh()
+            position = self._position.get(tool_id) if isinstance(tool_id, str) else None
+            if position is None:
+                raise UnknownToolError(str(tool_id))
+            counts = self._store.outcome_stats([tool_id]) if stats else {}
+            return self._health([position], counts)[0]
+
+    def _health(self, positions: list[int], stats: Mapping[str, OutcomeStats]) -> list[ToolHealth]:
+        """The policy's context-free view (no query) of the tools at ``positions``, at this moment."""
+        if not positions:
+            return []
+        pos = np.asarray(positions, dtype=np.int64)
+        ranking = self._policy.rank(
+            Candidates(
+                tool_ids=tuple(self._ids[p] for p in positions),
+                semantic=np.zeros(len(positions), np.float32),
+                prior=self._prior[pos],
+                providers=tuple(self._providers[p] for p in positions),
+                context=None,
+                now=float(self._clock()),
+            )
+        )
+        healthy = (
+            np.ones(len(positions), bool) if ranking.healthy is None else np.asarray(ranking.healthy, bool)
+        )
+        components = {n: np.asarray(v) for n, v in ranking.components.items() if n != "semantic"}
+        return [
+            ToolHealth(
+                tool=self._tools[p],
+                prior=float(self._prior[p]),
+                healthy=bool(healthy[j]),
+                stats=stats.get(self._ids[p]),
+                components={n: float(v[j]) for n, v in components.items()},
+            )
+            for j, p in enumerate(positions)
+        ]
 
     def tool(self, tool_id: str) -> Tool:
         try:
@@ -524,6 +538,7 @@ class Retriever:
         self._tools = list(tools)
         self._ids = [t.id for t in self._tools]
         self._by_id = {t.id: t for t in self._tools}
+        self._position = {t: i for i, t in enumerate(self._ids)}
         self._prior_by_id = {i: float(prior_by_id[i]) for i in self._ids}
         self._prior = np.array([self._prior_by_id[i] for i in self._ids], dtype=np.float32)
         self._providers = [t.provider_key for t in self._tools]

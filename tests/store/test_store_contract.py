@@ -132,6 +132,9 @@ def test_outcome_log_order_limit_and_stats(store):
     assert (stats["a"].successes, stats["a"].failures, stats["a"].caller_errors) == (1, 2, 0)
     assert (stats["b"].successes, stats["b"].failures, stats["b"].caller_errors) == (1, 0, 1)
     assert stats["a"].last_outcome == "timeout" and stats["b"].last_outcome == "success"
+    only_a = store.outcome_stats(["a", "never-logged"])
+    assert list(only_a) == ["a"] and only_a["a"] == stats["a"]
+    assert store.outcome_stats([]) == {}
 
 
 def test_empty_catalog_loads(store):

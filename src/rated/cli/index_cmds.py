@@ -147,7 +147,7 @@ def _feedback(args: argparse.Namespace) -> int:
 
     with Retriever.open(args.db) as r:
         r.feedback(args.tool_id, args.outcome, query=args.query, retry_after=args.retry_after)
-        health = next(t for t in r.tools() if t.tool.id == args.tool_id)
+        health = r.health(args.tool_id, stats=False)
     if args.json:
         print_json(
             {"tool_id": args.tool_id, "outcome": args.outcome, "recorded": True, "healthy": health.healthy}

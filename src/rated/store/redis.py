@@ -281,8 +281,9 @@ class RedisStore:
         rows = [r for r in self._log() if tool_id is None or r.tool_id == tool_id]
         return rows if limit is None else rows[-limit:] if limit > 0 else []
 
-    def outcome_stats(self) -> dict[str, OutcomeStats]:
-        return summarise_outcomes(self._log())
+    def outcome_stats(self, tool_ids: Sequence[str] | None = None) -> dict[str, OutcomeStats]:
+        wanted = None if tool_ids is None else set(tool_ids)
+        return summarise_outcomes(r for r in self._log() if wanted is None or r.tool_id in wanted)
 
     def close(self) -> None:
         self._call(self._r.close)

@@ -312,9 +312,16 @@ class SQLiteStore:
         )
         return [OutcomeRecord(t, tool, o, q, r) for t, tool, o, q, r in reversed(rows)]
 
-    def outcome_stats(self) -> dict[str, OutcomeStats]:
+    def outcome_stats(self, tool_ids: Sequence[str] | None = None) -> dict[str, OutcomeStats]:
+        if tool_ids is not None and len(tool_ids) > 500:
+            return {t: s for t, s in self.outcome_stats().items() if t in set(tool_ids)}
+        where, params = "", []
+        if tool_ids is not None:
+            if not tool_ids:
+                return {}
+            where, params = f"WHERE tool_id IN ({','.join('?' * len(tool_ids))})", list(tool_ids)
         counts: dict[str, list] = {}
-        grouped = self._read("SELECT tool_id, outcome, COUNT(*) FROM outcomes GROUP BY 1, 2")
+        grouped = self._read(f"SELECT tool_id, outcome, COUNT(*) FROM outcomes {where} GROUP BY 1, 2", params)
         for tool_id, outcome, n in grouped:
             row = counts.setdefault(tool_id, [0, 0, 0])
             row[{"success": 0, "failure": 1, "caller_error": 2}[outcome_class(outcome)]] += n
@@ -322,7 +329,8 @@ class SQLiteStore:
             t: (o, when)
             for t, o, when in self._read(
                 "SELECT tool_id, outcome, time FROM outcomes "
-                "WHERE seq IN (SELECT MAX(seq) FROM outcomes GROUP BY tool_id)"
+                f"WHERE seq IN (SELECT MAX(seq) FROM outcomes {where} GROUP BY tool_id)",
+                params,
             )
         }
         return {t: OutcomeStats(t, s, f, c, *last.get(t, (None, None))) for t, (s, f, c) in counts.items()}
