@@ -17,14 +17,14 @@ from rated.cli.output import console, print_json
 from rated.errors import ConfigError
 from rated.outcome import OutcomeKind
 
-__all__ = ["register"]
+__all__ = ["add_db_argument", "register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this group's sub-commands to the ``rated`` parser."""
     p = sub.add_parser("index", help="encode a tool catalog into a database")
     p.add_argument("catalog", metavar="CATALOG", help="JSONL, JSON list, OpenAI tool list or MCP tools/list")
-    _db(p)
+    add_db_argument(p)
     p.add_argument(
         "--encoder",
         default="default",
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("search", help="retrieve tools for a query")
     p.add_argument("query", metavar="QUERY")
-    _db(p)
+    add_db_argument(p)
     p.add_argument("-k", type=int, default=5, help="number of tools to return (5)")
     _json(p)
     p.set_defaults(handler=_search)
@@ -53,18 +53,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--query", default=None, help="the request the tool was called for")
     p.add_argument("--retry-after", type=float, default=None, metavar="S", help="rate-limit hint, seconds")
-    _db(p)
+    add_db_argument(p)
     _json(p)
     p.set_defaults(handler=_feedback)
 
     p = sub.add_parser("tools", help="list indexed tools with their current health")
-    _db(p)
+    add_db_argument(p)
     p.add_argument("--unhealthy", action="store_true", help="only tools currently considered unhealthy")
     _json(p)
     p.set_defaults(handler=_tools)
 
 
-def _db(p: argparse.ArgumentParser) -> None:
+def add_db_argument(p: argparse.ArgumentParser) -> None:
+    """``--db PATH`` (a SQLite file or redis:// URL), defaulting to ``$RATED_DB``."""
     env = os.environ.get("RATED_DB")
     p.add_argument(
         "--db",

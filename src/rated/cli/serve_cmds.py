@@ -1,9 +1,56 @@
-"""CLI commands: placeholder until this group is implemented (see the issues)."""
+"""``rated serve`` (HTTP API) and ``rated mcp`` (MCP on stdio) over an index built by ``rated index``."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
+
+__all__ = ["register"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this group's sub-commands to the ``rated`` parser."""
+    from rated.cli.index_cmds import add_db_argument
+
+    p = sub.add_parser("serve", help="run the HTTP API (retrieve, feedback, tools, health, metrics)")
+    add_db_argument(p)
+    p.add_argument("--host", default=None, help="interface to bind (default $RATED_HOST or 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port (default $RATED_PORT or 8000)")
+    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    p.set_defaults(handler=_serve)
+
+    p = sub.add_parser("mcp", help="run an MCP server on stdio (tools: find_tools, report_outcome)")
+    add_db_argument(p)
+    p.set_defaults(handler=_mcp)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from rated.cli.output import err_console
+    from rated.retriever import Retriever
+    from rated.service import Settings, create_app
+
+    settings = Settings.from_env(db=args.db, host=args.host, port=args.port)
+    with Retriever.open(settings.db, busy_timeout=settings.busy_timeout) as retriever:  # errors: one line
+        app = create_app(settings, retriever=retriever)
+        err_console.print(
+            f"rated: serving {len(retriever)} tools from {settings.db} "
+            f"on http://{settings.host}:{settings.port} (docs at /docs)"
+        )
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
+    return 0
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from rated.retriever import Retriever
+    from rated.service import Settings
+    from rated.service.mcp_server import build_mcp_server
+
+    settings = Settings.from_env(db=args.db)
+    with contextlib.redirect_stdout(sys.stderr):  # stdout carries JSON-RPC only: keep set-up chatter off it
+        retriever = Retriever.open(settings.db, busy_timeout=settings.busy_timeout)
+    with retriever:
+        build_mcp_server(retriever, settings).run("stdio")
+    return 0

@@ -1,0 +1,70 @@
+"""``create_app(settings)``: assembles the FastAPI app (routers, error handler, metrics); no logic here.
+
+Routes call the ``Retriever``; they hold no ranking logic. Handlers are plain ``def`` (run in the thread
+pool) because retrieval is CPU-bound and the SQLite store blocks; the retriever is thread-safe.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+from fastapi.routing import APIRoute
+
+from rated.errors import ConfigError
+from rated.retriever import Retriever
+from rated.service.errors import install_error_handler
+from rated.service.metrics import Metrics
+from rated.service.routes import ROUTERS
+from rated.service.settings import Settings
+
+__all__ = ["create_app"]
+
+
+def create_app(settings: Settings | None = None, *, retriever: Retriever | None = None) -> FastAPI:
+    """The HTTP service. Pass a ready ``retriever`` (it stays yours to close), or let the app open
+    ``settings.db`` at start-up and close it at shutdown."""
+    from rated import __version__
+
+    settings = settings or Settings.from_env()
+    if retriever is None and not settings.db:
+        raise ConfigError("the service needs a database: set RATED_DB or pass --db")
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        owned = retriever is None
+        app.state.retriever = retriever or Retriever.open(settings.db, busy_timeout=settings.busy_timeout)
+        try:
+            yield
+        finally:
+            if owned:
+                app.state.retriever.close()
+
+    app = FastAPI(
+        title="rated",
+        version=__version__,
+        summary="Reliability-aware tool retrieval for AI agents",
+        lifespan=lifespan,
+        generate_unique_id_function=lambda route: route.name,  # stable OpenAPI operation ids
+    )
+    app.state.settings = settings
+    app.state.metrics = Metrics()
+    install_error_handler(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    app.middleware("http")(_observe)
+    return app
+
+
+async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    """Count and time every request under its route template (not the raw path: bounded labels)."""
+    start = time.perf_counter()
+    response = await call_next(request)
+    route = request.scope.get("route")
+    name = route.path if isinstance(route, APIRoute) else "unmatched"
+    metrics: Metrics = request.app.state.metrics
+    metrics.latency.labels(name).observe(time.perf_counter() - start)
+    metrics.requests.labels(name, str(response.status_code)).inc()
+    return response

@@ -1,0 +1,75 @@
+"""An MCP server over a ``Retriever``: agents call ``find_tools`` before acting, ``report_outcome`` after.
+
+Transport is stdio (``rated mcp --db PATH``). The two tools return the same wire models as the HTTP
+service. A rated error (empty query, unknown tool id, busy store) comes back as a tool error with its
+one-line message, which the model can read and act on.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rated.errors import ConfigError, RatedError
+from rated.outcome import OutcomeKind
+from rated.retriever import Retriever
+from rated.service.schemas import FeedbackOut, RetrieveOut
+from rated.service.settings import Settings
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+__all__ = ["build_mcp_server"]
+
+INSTRUCTIONS = (
+    "Use find_tools to pick a tool for a task: it ranks the catalog by relevance and by how reliably each "
+    "tool has been working. After calling a tool, report how it went with report_outcome (success, "
+    "tool_error, timeout, rate_limited, auth_error, or caller_error when your own arguments were wrong), "
+    "so that failing tools are avoided until they recover."
+)
+
+
+def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> MCPServer:
+    """An ``MCPServer`` exposing ``find_tools`` and ``report_outcome`` over ``retriever``."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver.exceptions import ToolError
+    except ImportError:
+        raise ConfigError("the MCP server needs the mcp SDK: pip install 'rated[service]'") from None
+    from rated import __version__
+
+    settings = settings or Settings()
+    server = MCPServer(name="rated", instructions=INSTRUCTIONS, version=__version__)
+
+    @server.tool()
+    def find_tools(query: str, k: int = settings.default_k) -> RetrieveOut:
+        """Find the best tools for a task described in natural language, most suitable first.
+
+        Each hit has the tool's id, description and parameters, a score, and whether it currently looks
+        healthy. ``degraded`` is true when no candidate looked healthy (the list is ranked anyway).
+        """
+        try:
+            if k > settings.max_k:
+                raise ConfigError(f"k is {k}; at most {settings.max_k} tools are returned")
+            return RetrieveOut.of(query, k, retriever.retrieve(query, k=k))
+        except RatedError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool()
+    def report_outcome(
+        tool_id: str, outcome: str, query: str | None = None, retry_after: float | None = None
+    ) -> FeedbackOut:
+        """Report how a call of ``tool_id`` went, so that failing tools are demoted until they recover.
+
+        ``outcome``: success, tool_error, timeout, rate_limited, auth_error, or caller_error (your own bad
+        arguments: never held against the tool). ``query``: the task the tool was called for.
+        ``retry_after``: seconds, when the tool said when to come back.
+        """
+        try:
+            kind = OutcomeKind.parse(outcome)
+            retriever.feedback(tool_id, kind, query=query, retry_after=retry_after)
+            healthy = retriever.health(tool_id, stats=False).healthy
+            return FeedbackOut(recorded=True, tool_id=tool_id, outcome=kind.value, healthy=healthy)
+        except RatedError as exc:
+            raise ToolError(str(exc)) from None
+
+    return server

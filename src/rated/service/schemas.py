@@ -1,0 +1,152 @@
+"""Wire models of the HTTP service and MCP server, kept apart from library types on purpose.
+
+The library may grow fields; what clients see changes only here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rated.retriever import Hit, ToolHealth
+
+__all__ = [
+    "ErrorOut",
+    "FeedbackIn",
+    "FeedbackOut",
+    "HealthOut",
+    "HitOut",
+    "RetrieveIn",
+    "RetrieveManyIn",
+    "RetrieveManyOut",
+    "RetrieveOut",
+    "ToolOut",
+    "ToolsOut",
+]
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetrieveIn(_In):
+    query: str = Field(description="what the agent wants to do, in natural language")
+    k: int | None = Field(None, ge=1, description="how many tools to return (default: the service's)")
+
+
+class RetrieveManyIn(_In):
+    queries: list[str]
+    k: int | None = Field(None, ge=1)
+
+
+class FeedbackIn(_In):
+    tool_id: str = Field(min_length=1)
+    outcome: str = Field(
+        description="success | tool_error | timeout | rate_limited | auth_error | caller_error"
+    )
+    query: str | None = Field(None, description="the request the tool was called for")
+    retry_after: float | None = Field(None, ge=0, description="rate-limit hint, seconds")
+
+
+class HitOut(BaseModel):
+    rank: int
+    id: str
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    endpoint: str | None
+    source: str
+    provider: str | None
+    score: float
+    semantic: float
+    bandit: float | None
+    prior: float
+    healthy: bool
+    components: dict[str, float]
+
+    @classmethod
+    def of(cls, hit: Hit) -> HitOut:
+        t = hit.tool
+        return cls(
+            rank=hit.rank,
+            id=t.id,
+            name=t.name,
+            description=t.description,
+            parameters=t.parameters,
+            endpoint=t.endpoint,
+            source=t.source,
+            provider=t.provider,
+            score=hit.score,
+            semantic=hit.semantic,
+            bandit=hit.bandit,
+            prior=hit.prior,
+            healthy=hit.healthy,
+            components=dict(hit.components),
+        )
+
+
+class RetrieveOut(BaseModel):
+    query: str
+    k: int
+    count: int
+    degraded: bool = Field(description="no candidate looked healthy; the list is ranked anyway (fail open)")
+    hits: list[HitOut]
+
+    @classmethod
+    def of(cls, query: str, k: int, hits: list[Hit]) -> RetrieveOut:
+        return cls(
+            query=query,
+            k=k,
+            count=len(hits),
+            degraded=any(h.degraded for h in hits),
+            hits=[HitOut.of(h) for h in hits],
+        )
+
+
+class RetrieveManyOut(BaseModel):
+    count: int
+    results: list[RetrieveOut]
+
+
+class FeedbackOut(BaseModel):
+    recorded: bool
+    tool_id: str
+    outcome: str
+    healthy: bool = Field(description="the policy's view of the tool right after this outcome")
+
+
+class ToolOut(BaseModel):
+    id: str
+    name: str
+    source: str
+    prior: float
+    healthy: bool
+    successes: int
+    failures: int
+    caller_errors: int
+    last_outcome: str | None
+    last_time: float | None
+    components: dict[str, float]
+
+    @classmethod
+    def of(cls, health: ToolHealth) -> ToolOut:
+        return cls(**health.to_dict())
+
+
+class ToolsOut(BaseModel):
+    count: int
+    data: list[ToolOut]
+
+
+class HealthOut(BaseModel):
+    status: str
+    tools: int
+    encoder: str
+    policy: str
+    version: str
+
+
+class ErrorOut(BaseModel):
+    error: str = Field(description="the error class, e.g. QueryError")
+    detail: str

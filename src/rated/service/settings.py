@@ -1,0 +1,57 @@
+"""Service settings: one validated object, read from ``RATED_*`` environment variables or given directly.
+
+pydantic-settings is not a dependency; ``Settings.from_env`` does the small part of its job we need.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from rated.errors import ConfigError
+
+__all__ = ["ENV_PREFIX", "Settings"]
+
+ENV_PREFIX = "RATED_"
+
+
+class Settings(BaseModel):
+    """How the HTTP service and the MCP server run. ``db``: a SQLite path or ``redis://`` URL."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    db: str | None = None
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=1, le=65535)
+    default_k: int = Field(5, ge=1)
+    max_k: int = Field(50, ge=1)
+    max_batch: int = Field(64, ge=1)
+    busy_timeout: float = Field(5.0, gt=0)
+
+    @model_validator(mode="after")
+    def _k_within_limit(self) -> Settings:
+        if self.default_k > self.max_k:
+            raise ValueError(f"default_k ({self.default_k}) must not exceed max_k ({self.max_k})")
+        return self
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """``RATED_DB``, ``RATED_PORT``, ... then ``overrides`` (``None`` values are ignored)."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for name in cls.model_fields:
+            key = ENV_PREFIX + name.upper()
+            if key in env:
+                values[name] = env[key]
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            problems = "; ".join(
+                (f"{ENV_PREFIX}{'.'.join(map(str, e['loc'])).upper()}: " if e["loc"] else "") + e["msg"]
+                for e in exc.errors()
+            )
+            raise ConfigError(f"invalid service settings: {problems}") from None

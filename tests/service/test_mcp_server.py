@@ -1,0 +1,130 @@
+"""The MCP server: in-process through the SDK's client, and as a real ``rated mcp`` subprocess on stdio."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client  # noqa: E402
+
+from rated import Tool  # noqa: E402
+from rated.encode.testing import HashEncoder  # noqa: E402
+from rated.retriever import Retriever  # noqa: E402
+from rated.service.mcp_server import build_mcp_server  # noqa: E402
+
+QUERY = "send an email message"
+TOOLS = [
+    Tool(id="mail.a", name="send_email", description="Send an email message"),
+    Tool(id="mail.b", name="email_send", description="Send an email message"),
+    Tool(id="weather", name="weather_forecast", description="Weather forecast for a city"),
+]
+
+
+@pytest.fixture
+def retriever():
+    r = Retriever.from_catalog(TOOLS, encoder=HashEncoder(64), clock=lambda: 1000.0)
+    yield r
+    r.close()
+
+
+def test_tools_are_listed_with_schemas_and_work_in_process(retriever):
+    server = build_mcp_server(retriever)
+
+    async def session() -> None:
+        async with Client(server) as client:
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(listed) == {"find_tools", "report_outcome"}
+            assert listed["find_tools"].input_schema["required"] == ["query"]
+            assert {"tool_id", "outcome", "query", "retry_after"} <= set(
+                listed["report_outcome"].input_schema["properties"]
+            )
+
+            found = await client.call_tool("find_tools", {"query": QUERY, "k": 2})
+            assert not found.is_error
+            top = found.structured_content["hits"][0]["id"]
+            assert {h["id"] for h in found.structured_content["hits"]} == {"mail.a", "mail.b"}
+
+            report = await client.call_tool(
+                "report_outcome", {"tool_id": top, "outcome": "tool_error", "query": QUERY}
+            )
+            assert not report.is_error and report.structured_content["healthy"] is False
+
+            again = await client.call_tool("find_tools", {"query": QUERY, "k": 1})
+            assert again.structured_content["hits"][0]["id"] != top
+
+            for name, args, message in [
+                ("find_tools", {"query": "  "}, "query is empty"),
+                ("find_tools", {"query": QUERY, "k": 500}, "at most"),
+                ("report_outcome", {"tool_id": "nope", "outcome": "success"}, "unknown tool id"),
+                ("report_outcome", {"tool_id": "mail.a", "outcome": "exploded"}, "unknown outcome"),
+            ]:
+                bad = await client.call_tool(name, args)
+                assert bad.is_error and message in bad.content[0].text
+
+    anyio.run(session)
+    assert [r.outcome for r in retriever.outcomes()] == ["tool_error"]
+
+
+def test_rated_mcp_speaks_json_rpc_over_stdio(tmp_path):
+    db = tmp_path / "mcp.db"
+    Retriever.from_catalog(TOOLS, db=db, encoder=HashEncoder(64)).close()
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "find_tools", "arguments": {"query": QUERY, "k": 1}},
+        },
+    ]
+    stdin = "".join(json.dumps(m) + "\n" for m in messages)
+    env = {**os.environ, "RATED_DB": str(db)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rated.cli", "mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    replies: dict[int, dict] = {}
+    try:
+        assert proc.stdin and proc.stdout
+        proc.stdin.write(stdin)
+        proc.stdin.flush()
+        while len(replies) < 3:
+            line = proc.stdout.readline()
+            assert line, f"server closed stdout early; stderr: {proc.stderr.read() if proc.stderr else ''}"
+            msg = json.loads(line)  # every stdout line is JSON-RPC, nothing else
+            if "id" in msg:
+                replies[msg["id"]] = msg
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+    assert replies[1]["result"]["serverInfo"]["name"] == "rated"
+    assert {t["name"] for t in replies[2]["result"]["tools"]} == {"find_tools", "report_outcome"}
+    result = replies[3]["result"]
+    assert result.get("isError") is not True
+    assert result["structuredContent"]["hits"][0]["id"] in {"mail.a", "mail.b"}

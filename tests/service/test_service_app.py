@@ -1,0 +1,148 @@
+"""The HTTP service through FastAPI's TestClient: routes, wire shapes, error codes, metrics."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rated import Tool
+from rated.encode.testing import HashEncoder
+from rated.errors import ConfigError, StoreBusyError
+from rated.retriever import Retriever
+from rated.service import Settings, create_app
+
+QUERY = "send an email message"
+
+
+def catalog() -> list[Tool]:
+    return [
+        Tool(
+            id="mail.a",
+            name="send_email",
+            description="Send an email message",
+            parameters={"type": "object", "properties": {"to": {"type": "string"}}},
+        ),
+        Tool(id="mail.b", name="email_send", description="Send an email message"),
+        Tool(id="weather", name="weather_forecast", description="Weather forecast for a city"),
+        Tool(id="ns/with/slash", name="calendar", description="Create a calendar event"),
+    ]
+
+
+@pytest.fixture
+def retriever():
+    r = Retriever.from_catalog(catalog(), encoder=HashEncoder(64), clock=lambda: 1000.0)
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def client(retriever):
+    with TestClient(create_app(Settings(default_k=2, max_k=3, max_batch=2), retriever=retriever)) as c:
+        yield c
+
+
+def test_retrieve(client):
+    r = client.post("/retrieve", json={"query": QUERY, "k": 2})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["count"] == 2 and body["degraded"] is False and body["k"] == 2
+    assert {h["id"] for h in body["hits"]} == {"mail.a", "mail.b"}
+    hit = next(h for h in body["hits"] if h["id"] == "mail.a")
+    assert hit["parameters"]["properties"]["to"]["type"] == "string"
+    assert {"score", "semantic", "bandit", "prior", "healthy", "components"} <= set(hit)
+    assert client.post("/retrieve", json={"query": QUERY}).json()["k"] == 2  # the service default
+
+
+def test_retrieve_batch(client):
+    r = client.post("/retrieve/batch", json={"queries": [QUERY, "weather in Oslo"], "k": 1})
+    assert r.status_code == 200
+    assert [res["hits"][0]["id"] for res in r.json()["results"]][1] == "weather"
+    assert client.post("/retrieve/batch", json={"queries": ["a", "b", "c"]}).status_code == 422
+
+
+def test_feedback_demotes_and_tools_report_it(client):
+    top = client.post("/retrieve", json={"query": QUERY, "k": 1}).json()["hits"][0]["id"]
+    r = client.post("/feedback", json={"tool_id": top, "outcome": "tool_error", "query": QUERY})
+    assert r.status_code == 200
+    assert r.json() == {"recorded": True, "tool_id": top, "outcome": "tool_error", "healthy": False}
+    assert client.post("/retrieve", json={"query": QUERY, "k": 1}).json()["hits"][0]["id"] != top
+    tools = client.get("/tools").json()
+    assert tools["count"] == 4
+    row = next(t for t in tools["data"] if t["id"] == top)
+    assert row["healthy"] is False and row["failures"] == 1 and row["last_outcome"] == "tool_error"
+    assert [t["id"] for t in client.get("/tools", params={"unhealthy": True}).json()["data"]] == [top]
+    assert client.get(f"/tools/{top}").json()["failures"] == 1
+    assert client.get("/tools/ns/with/slash").json()["id"] == "ns/with/slash"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "payload", "status", "error"),
+    [
+        ("post", "/retrieve", {"query": ""}, 422, "QueryError"),
+        ("post", "/retrieve", {"query": "   "}, 422, "QueryError"),
+        ("post", "/retrieve", {"query": "x" * 10_001}, 422, "QueryError"),
+        ("post", "/retrieve", {"query": QUERY, "k": 4}, 422, "ConfigError"),
+        ("post", "/retrieve", {"query": QUERY, "k": 0}, 422, None),
+        ("post", "/retrieve", {"query": 42}, 422, None),
+        ("post", "/retrieve", {"q": QUERY}, 422, None),
+        ("post", "/feedback", {"tool_id": "nope", "outcome": "success"}, 404, "UnknownToolError"),
+        ("post", "/feedback", {"tool_id": "mail.a", "outcome": "exploded"}, 422, "ConfigError"),
+        ("post", "/feedback", {"tool_id": "mail.a", "outcome": "timeout", "retry_after": -1}, 422, None),
+        ("get", "/tools/nope", None, 404, "UnknownToolError"),
+    ],
+)
+def test_errors_map_to_status_codes(client, method, path, payload, status, error):
+    r = client.request(method.upper(), path, json=payload)
+    assert r.status_code == status
+    if error:
+        assert r.json()["error"] == error and r.json()["detail"]
+
+
+def test_busy_store_is_503_with_retry_after(client, retriever, monkeypatch):
+    def busy(*a, **k):
+        raise StoreBusyError("rated.db: database stayed locked for more than 5 s")
+
+    monkeypatch.setattr(retriever.store, "update_states", busy)
+    r = client.post("/feedback", json={"tool_id": "mail.a", "outcome": "success"})
+    assert r.status_code == 503 and r.headers["retry-after"] == "1"
+    assert r.json()["error"] == "StoreBusyError"
+
+
+def test_health_and_metrics(client):
+    h = client.get("/health").json()
+    assert h["status"] == "ok" and h["tools"] == 4 and h["encoder"].startswith("hash-64") and h["policy"]
+    client.post("/retrieve", json={"query": QUERY, "k": 1})
+    client.post("/feedback", json={"tool_id": "mail.a", "outcome": "timeout"})
+    client.post("/feedback", json={"tool_id": "nope", "outcome": "timeout"})
+    text = client.get("/metrics").text
+    assert 'rated_http_requests_total{route="/retrieve",status="200"} 1.0' in text
+    assert 'rated_feedback_total{outcome="timeout"} 1.0' in text
+    assert 'rated_errors_total{error="UnknownToolError"} 1.0' in text
+    assert "rated_http_request_seconds_bucket" in text
+
+
+def test_openapi_operation_ids_are_stable(client):
+    ops = {
+        op["operationId"]
+        for path in client.get("/openapi.json").json()["paths"].values()
+        for op in path.values()
+    }
+    assert {"retrieve", "retrieve_many", "feedback", "list_tools", "get_tool", "health", "metrics"} <= ops
+
+
+def test_app_opens_and_closes_its_own_database(tmp_path):
+    db = tmp_path / "svc.db"
+    Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(64)).close()
+    with TestClient(create_app(Settings(db=str(db)))) as c:
+        assert c.get("/health").json()["tools"] == 4
+
+
+def test_settings_from_env_and_validation():
+    s = Settings.from_env({"RATED_DB": "x.db", "RATED_PORT": "9001"}, host="0.0.0.0")
+    assert (s.db, s.port, s.host) == ("x.db", 9001, "0.0.0.0")
+    with pytest.raises(ConfigError, match="RATED_PORT"):
+        Settings.from_env({"RATED_PORT": "not a port"})
+    with pytest.raises(ConfigError, match="default_k"):
+        Settings.from_env({}, default_k=10, max_k=5)
+    with pytest.raises(ConfigError, match="needs a database"):
+        create_app(Settings())
