@@ -72,3 +72,10 @@ def test_mismatch_needs_r_cons_and_a_description() -> None:
 )
 def test_endpoint_validation(url: str, ok: bool) -> None:
     assert endpoint_is_valid(url) is ok
+
+
+def test_self_hosted_endpoint_template_is_not_missing() -> None:
+    t = Tool(id="a", name="ping", description="Ping the server", auth={"type": "api_key", "credential": "k"})
+    assert Defect.MISSING_ENDPOINT.value in tool_defects(t)
+    hosted = t.model_copy(update={"extra": {"endpoint_template": "{url}/api"}})
+    assert Defect.MISSING_ENDPOINT.value not in tool_defects(hosted)

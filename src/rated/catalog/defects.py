@@ -113,4 +113,6 @@ def _needs_auth(tool: Tool) -> bool:
 
 
 def _is_remote(tool: Tool) -> bool:
+    if tool.extra.get("endpoint_template"):  # the user supplies the host (self-hosted service): not missing
+        return False
     return bool(tool.extra.get("remote") is True or tool.auth.type in _REMOTE_AUTH or tool.auth.credential)

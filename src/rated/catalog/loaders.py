@@ -95,6 +95,9 @@ def save_catalog(tools: Iterable[Tool], path: str | Path) -> Path:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             for tool in tools:
                 fh.write(tool.model_dump_json(exclude_defaults=True) + "\n")
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a catalog is an ordinary file
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
