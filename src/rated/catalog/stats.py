@@ -74,8 +74,12 @@ def plot_reliability(tools: Sequence[Tool], path: str | Path) -> Path:
         if "prior" in t.extra:
             by_source.setdefault(t.source, []).append(float(t.extra["prior"]["r_static"]))
     names = sorted(by_source)
-    fig, axes = plt.subplots(1, max(1, len(names)), figsize=(3.2 * max(1, len(names)), 3.0), sharey=False)
-    axes = np.atleast_1d(axes)
+    cols = min(3, max(1, len(names)))
+    rows = max(1, -(-len(names) // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(3.6 * cols, 2.8 * rows), squeeze=False)
+    axes = axes.ravel()
+    for ax in axes[len(names) :]:
+        ax.set_visible(False)
     bins = np.linspace(0.0, 1.0, 41)
     for ax, name in zip(axes, names, strict=False):
         values = np.array(by_source[name])
