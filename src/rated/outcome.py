@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from rated.errors import ConfigError
 
 __all__ = ["Outcome", "OutcomeKind"]
 
 
-class OutcomeKind(str, Enum):
+class OutcomeKind(StrEnum):
     """What happened when the agent called the tool."""
 
     SUCCESS = "success"
@@ -71,4 +71,3 @@ class Outcome:
     @property
     def counts_against_tool(self) -> bool:
         return self.kind.counts_against_tool
-

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -12,7 +12,7 @@ __all__ = ["Auth", "AuthType", "Provenance", "Tool"]
 MAX_ID_LENGTH = 512
 
 
-class AuthType(str, Enum):
+class AuthType(StrEnum):
     NONE = "none"
     API_KEY = "api_key"
     OAUTH2 = "oauth2"

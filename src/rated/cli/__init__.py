@@ -10,7 +10,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from rated.cli import bench_dynamic, bench_offline, catalog_cmds, data_cmds, index_cmds, serve_cmds, train_cmds
+from rated.cli import (
+    bench_dynamic,
+    bench_offline,
+    catalog_cmds,
+    data_cmds,
+    index_cmds,
+    serve_cmds,
+    train_cmds,
+)
 from rated.cli.output import fail
 from rated.errors import CatalogError, ConfigError, DataError, QueryError, RatedError, UnknownToolError
 
@@ -29,7 +37,9 @@ EXIT_CODES: tuple[tuple[type[RatedError], int], ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rated", description="Reliability-aware tool retrieval for AI agents.")
+    parser = argparse.ArgumentParser(
+        prog="rated", description="Reliability-aware tool retrieval for AI agents."
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in GROUPS:
         group.register(sub)

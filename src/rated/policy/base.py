@@ -51,14 +51,14 @@ class Candidates:
             arr = np.asarray(getattr(self, name), dtype=np.float32)
             if arr.shape != (k,):
                 raise ConfigError(f"Candidates.{name} must have shape ({k},), got {arr.shape}")
-            if not np.all(np.isfinite(arr)):
+            if not np.isfinite(arr).all():  # (method form: several times faster than np.all)
                 raise ConfigError(f"Candidates.{name} contains NaN or infinite scores")
             object.__setattr__(self, name, arr)
         if len(self.providers) != k:
             raise ConfigError(f"Candidates.providers must have {k} entries, got {len(self.providers)}")
         if self.context is not None:
             ctx = np.asarray(self.context, dtype=np.float32).ravel()
-            if not np.all(np.isfinite(ctx)):
+            if not np.isfinite(ctx).all():
                 raise ConfigError("Candidates.context contains NaN or infinite values")
             object.__setattr__(self, "context", ctx)
 
@@ -124,18 +124,18 @@ class BasePolicy(abc.ABC):
     def rank(self, candidates: Candidates) -> Ranking:
         scores, components, healthy = self._score(candidates)
         scores = np.asarray(scores, dtype=np.float64)
-        if scores.shape != (len(candidates),) or not np.all(np.isfinite(scores)):
+        if scores.shape != (len(candidates),) or not np.isfinite(scores).all():
             raise ConfigError(f"{type(self).__name__}._score returned invalid scores: {scores!r}")
         healthy_arr = np.ones(len(candidates), dtype=bool) if healthy is None else np.asarray(healthy, bool)
         degraded = not bool(healthy_arr.any())
         # healthy first, then by score; stable so that ties keep the semantic order
         order = np.lexsort((-scores, ~healthy_arr)) if not degraded else np.argsort(-scores, kind="stable")
-        return Ranking(order=order, scores=scores, components=components, healthy=healthy_arr, degraded=degraded)
+        return Ranking(
+            order=order, scores=scores, components=components, healthy=healthy_arr, degraded=degraded
+        )
 
     @abc.abstractmethod
-    def _score(
-        self, candidates: Candidates
-    ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
+    def _score(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
         """Return (final score per candidate, named score components, healthy mask or None)."""
 
     # ---- learning ----------------------------------------------------------------------------------
