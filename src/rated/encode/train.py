@@ -155,7 +155,8 @@ def rows_from_pairs(
     for rec in records:
         if rec.split != split:
             continue
-        picked = list(rec.hard_negatives[: config.hard_negatives]) + list(rec.random_negatives)
+        hard = [h for h in rec.hard_negatives if h in group_of and group_of[h] != group_of[rec.tool_id]]
+        picked = hard[: config.hard_negatives] + list(rec.random_negatives)
         rows.append(_row(rec.text, rec.tool_id, [rec.tool_id], picked, n_neg, ctx))
     return rows
 
@@ -394,6 +395,7 @@ def _save(
     shutil.rmtree(ckpt, ignore_errors=True)
     model.save(str(ckpt), create_model_card=False, safe_serialization=True)
     (ckpt / "README.md").unlink(missing_ok=True)  # our card is written after the export
+    _add_legacy_pooling_keys(ckpt)
     try:
         if export_onnx:
             from rated.encode.onnx import OnnxEncoder
@@ -415,6 +417,19 @@ def _save(
             f"{out}: the ONNX export disagrees with the torch model (min cosine {result.onnx_min_cosine:.5f} "
             f"< {MIN_AGREEMENT}); do not serve it"
         )
+
+
+def _add_legacy_pooling_keys(ckpt: Path) -> None:
+    """Write the ``pooling_mode_*`` flags beside sentence-transformers 6's ``pooling_mode``.
+
+    Older sentence-transformers releases and the ONNX exporter's pipeline check read only the flags; newer
+    releases ignore them when ``pooling_mode`` is present, so the folder loads everywhere.
+    """
+    for path in ckpt.glob("*_Pooling/config.json"):
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+        if cfg.get("pooling_mode") == "mean" and not any(k.startswith("pooling_mode_") for k in cfg):
+            cfg["pooling_mode_mean_tokens"] = True
+            path.write_text(json.dumps(cfg, indent=2) + "\n", encoding="utf-8")
 
 
 def _versions() -> dict[str, str]:
