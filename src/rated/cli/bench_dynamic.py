@@ -1,9 +1,373 @@
-"""CLI commands: placeholder until this group is implemented (see the issues)."""
+"""``rated bench dynamic | tune | sweep | latency``: the dynamic reliability benchmark, from the shell.
+
+Thin: parse, build the library objects, run, print a markdown table, write JSON (and PNGs).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from rated.cli.bench_group import get_bench_subparsers
+from rated.cli.output import err_console
+from rated.errors import ConfigError
+
+__all__ = ["register"]
+
+
+def _say(text: str) -> None:
+    """Plain text on stdout (markdown tables must not be re-wrapped by rich)."""
+    sys.stdout.write(text.rstrip("\n") + "\n")
+
+
+DEFAULT_METHODS = (
+    "static",
+    "rated_no_feedback",
+    "blacklist",
+    "retry3",
+    "breaker",
+    "window_breaker",
+    "global_mab",
+    "batch_policy",
+    "rated",
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add this group's sub-commands to the ``rated`` parser."""
+    bench = get_bench_subparsers(sub)
+    dyn = bench.add_parser(
+        "dynamic", help="dynamic reliability benchmark (Table 2): methods under tool failures"
+    )
+    _common(dyn)
+    dyn.add_argument(
+        "--methods",
+        nargs="+",
+        default=list(DEFAULT_METHODS),
+        help="methods (name or name@retriever); the oracle is always added",
+    )
+    dyn.add_argument("--tune", action="store_true", help="tune every method on validation seeds first")
+    dyn.add_argument("--tuned", type=Path, help="JSON written by 'rated bench tune': settings to use")
+    dyn.add_argument("--plot", type=Path, help="PNG of the success curves (default: next to --out)")
+    dyn.set_defaults(handler=_dynamic)
+
+    tun = bench.add_parser("tune", help="tune each method's settings on validation seeds (never on test)")
+    _common(tun)
+    tun.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS))
+    tun.set_defaults(handler=_tune, validation=True)
+
+    swp = bench.add_parser("sweep", help="RATED sensitivity heatmaps on validation seeds (Figure 4)")
+    _common(swp)
+    swp.add_argument(
+        "--grids", nargs="+", default=["fusion", "bandit", "fading"], choices=["fusion", "bandit", "fading"]
+    )
+    swp.set_defaults(handler=_sweep, validation=True)
+
+    lat = bench.add_parser("latency", help="batch-1 latency: encode only, + prior, + global MAB, full RATED")
+    lat.add_argument(
+        "--dataset", required=True, type=Path, help="dataset folder (tools.jsonl, queries.jsonl)"
+    )
+    lat.add_argument("--out", required=True, type=Path, help="JSON file to write")
+    lat.add_argument("--queries", type=int, default=500)
+    lat.add_argument("--warmup", type=int, default=50)
+    lat.add_argument("-k", type=int, default=10)
+    lat.add_argument(
+        "--encoder",
+        choices=["default", "hash"],
+        default="default",
+        help="'default' is the embedded MiniLM; 'hash' a fast fake for smoke tests",
+    )
+    lat.set_defaults(handler=_latency)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True, type=Path, help="dataset folder (tools.jsonl, queries.jsonl)")
+    p.add_argument(
+        "--scenario",
+        default="outages",
+        choices=["persistent", "recovery", "degraded", "provider", "coldstart", "caller_errors", "outages"],
+    )
+    p.add_argument("--failure-rate", type=float, default=0.2)
+    p.add_argument("--steps", type=int, default=5000)
+    p.add_argument("--onset", type=int, default=2000)
+    p.add_argument("--recovery-at", type=int, default=3500)
+    p.add_argument("--error-kind", default="tool_error", help="error kind of the paper scenarios' failures")
+    p.add_argument("--seeds", type=int, default=5, help="number of seeds (test: 0.., validation: 1000..)")
+    p.add_argument(
+        "--val-seeds", type=int, default=None, help="validation seeds for tuning (default: --seeds)"
+    )
+    p.add_argument("--validation", action="store_true", help="run on validation seeds instead of test seeds")
+    p.add_argument("--stream", choices=["iid", "norepeat"], default="iid")
+    p.add_argument("--probes", default="off", help="'off' or a probe interval in steps")
+    p.add_argument("--probe-budget", type=int, default=5, help="tools a method may probe per interval")
+    p.add_argument(
+        "--retriever",
+        default="semantic",
+        choices=["tfidf", "bm25", "dense", "semantic"],
+        help="retriever of methods named without @retriever",
+    )
+    p.add_argument("--split", default="test", help="query split for the stream (test, val, train or all)")
+    p.add_argument("-k", type=int, default=10)
+    p.add_argument("--metadata-link", choices=["on", "off"], default="on")
+    p.add_argument("--kind-link", choices=["on", "off"], default="on")
+    p.add_argument(
+        "--encoder",
+        choices=["default", "hash"],
+        default="default",
+        help="encoder for dense retrieval, contexts and the prior ('hash': fast fake)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="METHOD.PARAM=VALUE",
+        help="override a method's setting, e.g. --set breaker.cooldown=400",
+    )
+    p.add_argument("--jobs", type=int, default=1, help="worker processes for tuning and sweeps")
+    p.add_argument("--out", required=True, type=Path, help="JSON file (sweep: a folder)")
+
+
+# ---- building blocks ---------------------------------------------------------------------------------
+def _probes(text: str) -> int | None:
+    if text.strip().lower() in ("off", "none", "0"):
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"--probes must be 'off' or an interval in steps, got {text!r}") from None
+    if value < 1:
+        raise ConfigError(f"--probes interval must be >= 1, got {value}")
+    return value
+
+
+def _value(text: str) -> Any:
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("inf", "infinity"):
+        return math.inf
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _overrides(items: list[str]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        method, dot, param = key.partition(".")
+        if not sep or not dot or not method or not param:
+            raise ConfigError(f"--set expects METHOD.PARAM=VALUE, got {item!r}")
+        out.setdefault(method, {})[param] = _value(value)
+    return out
+
+
+def _encoder(name: str):  # noqa: ANN202
+    if name == "hash":
+        from rated.encode.testing import HashEncoder
+
+        return HashEncoder(dim=256)
+    from rated.bench.embcache import CachedEncoder
+    from rated.encode import default_encoder
+
+    return CachedEncoder(default_encoder(progress=True))
+
+
+def _env(args: argparse.Namespace):  # noqa: ANN202
+    from rated.bench.dataset import load_dataset
+    from rated.bench.dynamic.runner import Env
+
+    dataset = load_dataset(args.dataset)
+    encoder = _encoder(args.encoder)
+    env = Env.from_dataset(dataset, args.split, encoder=encoder)
+    env.context_encoder = encoder
+    return env
+
+
+def _config(args: argparse.Namespace, validation: bool):  # noqa: ANN202
+    from rated.bench.dynamic.runner import BenchConfig, seeds_for
+    from rated.bench.dynamic.scenarios import ScenarioConfig
+
+    scenario = ScenarioConfig(
+        name=args.scenario,
+        steps=args.steps,
+        onset=args.onset,
+        failure_rate=args.failure_rate,
+        recovery_at=args.recovery_at,
+        error_kind=args.error_kind,
+        metadata_link=args.metadata_link == "on",
+        kind_link=args.kind_link == "on",
+    )
+    n = (args.val_seeds or args.seeds) if validation else args.seeds
+    return BenchConfig(
+        scenario=scenario,
+        seeds=seeds_for(n, validation=validation),
+        stream=args.stream,
+        k=args.k,
+        probe_interval=_probes(args.probes),
+        probe_budget=args.probe_budget,
+    )
+
+
+def _specs(args: argparse.Namespace, tuned: dict[str, dict[str, Any]] | None = None):  # noqa: ANN202
+    from rated.bench.dynamic.runner import MethodSpec
+
+    sets = _overrides(args.set)
+    specs = []
+    for text in args.methods:
+        if text.startswith("oracle"):
+            continue
+        params = {**(tuned or {}).get(text, {}), **sets.get(text, {})}
+        specs.append(MethodSpec.parse(text, args.retriever, params))
+    return specs
+
+
+class _Progress:
+    """A rich status line on stderr (quiet when not a terminal)."""
+
+    def __init__(self, label: str):
+        self.status = err_console.status(label)
+
+    def __enter__(self) -> _Progress:
+        self.status.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.status.__exit__(*exc)
+
+    def __call__(self, message: str) -> None:
+        self.status.update(message)
+
+
+def _run_tuning(args: argparse.Namespace, env: Any, specs: list[Any], progress: _Progress) -> dict[str, Any]:
+    from rated.bench.dynamic.runner import prepare
+    from rated.bench.dynamic.tuning import tune_all
+
+    cfg = _config(args, validation=True)
+    prep = prepare(env, cfg, list(dict.fromkeys(s.retriever for s in specs)))
+    results = tune_all(prep, specs, jobs=args.jobs, on_progress=progress)
+    return {
+        "validation_seeds": list(cfg.seeds),
+        "methods": {
+            label: {"params": r.params, "val_post_fail_sr": r.post_fail_sr, "val_fsr": r.fsr, "grid": r.tried}
+            for label, r in results.items()
+        },
+    }
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+
+
+# ---- handlers ----------------------------------------------------------------------------------------
+def _dynamic(args: argparse.Namespace) -> int:
+    from rated.bench.dynamic.report import markdown_table, plot_curves, to_json
+    from rated.bench.dynamic.runner import run_benchmark
+
+    tuned: dict[str, dict[str, Any]] = {}
+    tuning: dict[str, Any] | None = None
+    if args.tuned is not None:
+        if not args.tuned.is_file():
+            raise ConfigError(f"{args.tuned}: no such file (write it with 'rated bench tune')")
+        tuning = json.loads(args.tuned.read_text())
+        tuned = {m: v["params"] for m, v in tuning.get("methods", {}).items()}
+    with _Progress("preparing the benchmark") as progress:
+        env = _env(args)
+        if args.tune:
+            tuning = _run_tuning(args, env, _specs(args), progress)
+            tuned = {m: v["params"] for m, v in tuning["methods"].items()}
+        result = run_benchmark(env, _config(args, args.validation), _specs(args, tuned), on_progress=progress)
+    report = to_json(result, tuning)
+    _write_json(args.out, report)
+    plot = plot_curves(report, args.plot or args.out.with_suffix(".png"))
+    _say(markdown_table(report))
+    for note in report["notes"]:
+        _say(f"note: {note}")
+    _say(f"wrote {args.out} and {plot}")
+    return 0
+
+
+def _tune(args: argparse.Namespace) -> int:
+    with _Progress("preparing the benchmark") as progress:
+        env = _env(args)
+        tuning = _run_tuning(args, env, _specs(args), progress)
+    payload = {
+        "dataset": env.name,
+        "scenario": args.scenario,
+        "failure_rate": args.failure_rate,
+        "stream": args.stream,
+        "probes": args.probes,
+        **tuning,
+    }
+    _write_json(args.out, payload)
+    _say("| method | chosen settings | validation Post-Fail SR | FSR | grid size |")
+    _say("|---|---|---|---|---|")
+    for label, r in tuning["methods"].items():
+        _say(
+            f"| {label} | {r['params']} | {100 * r['val_post_fail_sr']:.2f} | "
+            f"{100 * r['val_fsr']:.2f} | {len(r['grid'])} |"
+        )
+    _say(f"wrote {args.out}")
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from rated.bench.dynamic.runner import prepare
+    from rated.bench.sweep import run_sweeps, sweep_plot
+
+    base = _overrides(args.set).get("rated", {})
+    with _Progress("preparing the sweep") as progress:
+        env = _env(args)
+        prep = prepare(env, _config(args, validation=True), [args.retriever])
+        results = run_sweeps(prep, args.retriever, args.grids, base, jobs=args.jobs, on_progress=progress)
+    args.out.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "dataset": env.name,
+        "scenario": args.scenario,
+        "failure_rate": args.failure_rate,
+        "validation_seeds": list(prep.cfg.seeds),
+        "base_params": base,
+        "sweeps": results,
+    }
+    _write_json(args.out / "sweep.json", payload)
+    paths = sweep_plot(results, args.out, title=f"{env.name} {args.scenario} {args.failure_rate}")
+    for name, r in results.items():
+        _say(
+            f"{name}: best {r['best']['params']} Post-Fail SR {100 * r['best']['post_fail_sr']:.2f} "
+            f"FSR {100 * r['best']['fsr']:.2f}"
+        )
+    _say(f"wrote {args.out / 'sweep.json'} and {', '.join(map(str, paths))}")
+    return 0
+
+
+def _latency(args: argparse.Namespace) -> int:
+    from rated.bench.dataset import load_dataset
+    from rated.bench.latency import run_latency
+
+    dataset = load_dataset(args.dataset)
+    encoder = _encoder(args.encoder)
+    encoder = getattr(encoder, "encoder", encoder)  # time the encoder itself, not a cache
+    with _Progress("timing") as progress:
+        result = run_latency(
+            dataset,
+            encoder,
+            queries=args.queries,
+            warmup=args.warmup,
+            k=args.k,
+            on_progress=lambda i, n: progress(f"query {i}/{n}"),
+        )
+    _write_json(args.out, result)
+    _say("| stage | mean ms | P95 ms | added mean ms | added P95 ms |")
+    _say("|---|---|---|---|---|")
+    for name, m in result["methods"].items():
+        extra = f"{m['added_mean_ms']:.4f} | {m['added_p95_ms']:.4f}" if "added_mean_ms" in m else "- | -"
+        _say(f"| {name} | {m['mean_ms']:.4f} | {m['p95_ms']:.4f} | {extra} |")
+    _say(f"wrote {args.out}")
+    return 0

@@ -1,12 +1,11 @@
-"""Keyed rows of float64 state, grown on demand, so that a policy gathers K candidates' state in one go.
+"""Keyed rows of state, grown on demand, so that a policy gathers K candidates' state in one ``take``.
 
-Row 0 is a pristine row that every unknown key maps to: scoring needs no branch for tools that never
-received feedback, and state is only allocated for keys that did.
+Row 0 is a pristine row that every unknown key maps to: scoring needs no branch for keys that never
+received feedback, and state is only allocated for keys that did. An optional vector table (one row per
+key, allocated once its width is known) sits beside the scalar table.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import numpy as np
 
@@ -14,36 +13,28 @@ __all__ = ["KeyedRows"]
 
 
 class KeyedRows:
-    """A ``(capacity, width)`` scalar table plus optional ``(capacity, dim)`` vector tables, by key."""
+    """A ``(capacity, width)`` float64 scalar table and an optional float32 vector table, by key."""
 
-    def __init__(self, pristine: np.ndarray, n_vectors: int = 0):
+    def __init__(self, pristine: np.ndarray):
         self._pristine = np.asarray(pristine, dtype=np.float64).copy()
         self.scalars = self._pristine[None, :].repeat(8, axis=0)
-        self.n_vectors = int(n_vectors)
-        self.vectors: list[np.ndarray] = []  # allocated once the dimension is known
+        self.vectors: np.ndarray | None = None
+        self._pristine_vec: np.ndarray | None = None
         self.index: dict[str, int] = {}
         self._free: list[int] = []
         self._next = 1
 
     @property
-    def dim(self) -> int | None:
-        return self.vectors[0].shape[1] if self.vectors else None
+    def vector_width(self) -> int | None:
+        return None if self.vectors is None else int(self.vectors.shape[1])
 
-    def set_dim(self, dim: int) -> None:
-        cap = len(self.scalars)
-        self.vectors = [np.zeros((cap, int(dim))) for _ in range(self.n_vectors)]
-
-    def __contains__(self, key: str) -> bool:
-        return key in self.index
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.index)
-
-    def __len__(self) -> int:
-        return len(self.index)
+    def set_vector_width(self, pristine: np.ndarray) -> None:
+        """Allocate the vector table; every row (and unknown keys) starts as ``pristine``."""
+        self._pristine_vec = np.asarray(pristine, dtype=np.float32).copy()
+        self.vectors = self._pristine_vec[None, :].repeat(len(self.scalars), axis=0)
 
     def row(self, key: str) -> int:
-        """The row of ``key``, allocated (pristine) on first use."""
+        """The row of ``key``, allocated (pristine) on first use. May grow the tables: index after."""
         r = self.index.get(key)
         if r is not None:
             return r
@@ -54,21 +45,23 @@ class KeyedRows:
             self._next += 1
             if r >= len(self.scalars):
                 self._grow()
-        self.scalars[r] = self._pristine
-        for v in self.vectors:
-            v[r] = 0.0
+        self._reset(r)
         self.index[key] = r
         return r
 
     def drop(self, key: str) -> None:
         r = self.index.pop(key, None)
         if r is not None:
-            self.scalars[r] = self._pristine
-            for v in self.vectors:
-                v[r] = 0.0
+            self._reset(r)
             self._free.append(r)
+
+    def _reset(self, r: int) -> None:
+        self.scalars[r] = self._pristine
+        if self.vectors is not None:
+            self.vectors[r] = self._pristine_vec
 
     def _grow(self) -> None:
         cap = len(self.scalars)
         self.scalars = np.concatenate([self.scalars, self._pristine[None, :].repeat(cap, axis=0)])
-        self.vectors = [np.concatenate([v, np.zeros_like(v)]) for v in self.vectors]
+        if self.vectors is not None:
+            self.vectors = np.concatenate([self.vectors, self._pristine_vec[None, :].repeat(cap, axis=0)])

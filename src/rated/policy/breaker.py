@@ -69,7 +69,9 @@ class CircuitBreakerBase(BasePolicy):
     # ---- ranking -----------------------------------------------------------------------------------
     def _score(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
         now, until = candidates.now, self._open_until
-        healthy = np.fromiter((until.get(t, _CLOSED) <= now for t in candidates.tool_ids), bool, len(candidates))
+        healthy = np.fromiter(
+            (until.get(t, _CLOSED) <= now for t in candidates.tool_ids), bool, len(candidates)
+        )
         return candidates.semantic, {"semantic": candidates.semantic}, healthy
 
     # ---- learning ----------------------------------------------------------------------------------
@@ -84,7 +86,11 @@ class CircuitBreakerBase(BasePolicy):
             else:
                 self._count(tool, failed=False)
             return
-        if self.respect_retry_after and outcome.kind is OutcomeKind.RATE_LIMITED and outcome.retry_after is not None:
+        if (
+            self.respect_retry_after
+            and outcome.kind is OutcomeKind.RATE_LIMITED
+            and outcome.retry_after is not None
+        ):
             self._open_until[tool] = max(self._open_until.get(tool, _CLOSED), now + outcome.retry_after)
             return
         tripped = self._count(tool, failed=True)
@@ -104,7 +110,11 @@ class CircuitBreakerBase(BasePolicy):
         counts = self._counts_state(key)
         if key not in self._open_until and key not in self._opens and counts is None:
             return None
-        circuit = [self._open_until.get(key, _CLOSED), self._opens.get(key, 0), self._checked.get(key, _CLOSED)]
+        circuit = [
+            self._open_until.get(key, _CLOSED),
+            self._opens.get(key, 0),
+            self._checked.get(key, _CLOSED),
+        ]
         state = {"circuit": np.array(circuit, dtype=np.float64)}
         if counts is not None:
             state["counts"] = np.asarray(counts, dtype=np.float64)

@@ -56,11 +56,16 @@ class GlobalMABPolicy(BasePolicy):
         alpha: float = 0.1,
         half_life: float = math.inf,
     ):
-        if min(w_sem, w_mab, w_prior, alpha) < 0 or not 0 < gamma <= 1 or prior_strength <= 0 or half_life <= 0:
+        if (
+            min(w_sem, w_mab, w_prior, alpha) < 0
+            or not 0 < gamma <= 1
+            or prior_strength <= 0
+            or half_life <= 0
+        ):
             raise ConfigError(
                 "need weights and alpha >= 0, 0 < gamma <= 1, prior_strength > 0, half_life > 0; got "
-                f"{w_sem}, {w_mab}, {w_prior}, alpha={alpha}, gamma={gamma}, prior_strength={prior_strength}, "
-                f"half_life={half_life}"
+                f"{w_sem}, {w_mab}, {w_prior}, alpha={alpha}, gamma={gamma}, "
+                f"prior_strength={prior_strength}, half_life={half_life}"
             )
         self.w_sem = float(w_sem)
         self.w_mab = float(w_mab)

@@ -2,36 +2,37 @@
 
 ``S_final = w1 * S_sem + w2 * S_bandit + w3 * r_static`` over the semantic top-K, where
 
-    S_bandit = min(1, p_rel * p_avail + bonus)        (bounded, on the scale of S_sem)
+    S_bandit = min(1, p_rel * p_avail / (1 - down_prior)**2 + bonus)     (bounded, on the scale of S_sem)
 
-has two parts with two time scales:
+combines two estimates with two time scales (an unobserved tool scores 1, so that the bandit re-orders
+only on evidence and never rewards a tool merely for having been picked):
 
-- **reliability** ``p_rel``: a discounted diagonal LinUCB per tool with a context-free bias component.
-  The bias is a Beta mean ``(s + c*s_P + n0*r_static) / (s + f + c*(s_P + f_P) + n0)`` over discounted
-  success/failure counts of the tool and (weight ``c = provider_weight``) of its provider; the prior
-  pseudo-counts ``n0 = prior_strength`` never decay (the floor). The contextual part fits the residual
-  ``y - mean`` on the query embedding ``x`` with a diagonal ridge ``A = ridge + sum(x*x)``, ``b = sum((y -
-  mean)*x)`` (``A, b <- gamma*A + ..., gamma*b + ...`` per update): "this tool fails for queries like
-  this one". ``p_rel = clip(mean + (b/A).x, 0, 1)``, ``bonus = alpha * sqrt(sum(x*x / A))``. Counts fade
-  lazily with ``half_life`` (clock units) when read, so chronic flakiness is forgotten slowly.
-- **availability** ``p_avail``: the probability that the tool (and its provider) is up *now*, a
-  two-state belief. An unobserved tool is down with probability ``down_prior``. A tool-side failure of
-  kind ``k`` updates it by Bayes' rule with ``P(fail | up) = noise_k`` (raised by the tool's own chronic
-  failure rate, so a flaky tool is not taken for a dead one); a success sets it to "up". Between
-  observations the belief relaxes back to ``down_prior`` with a half-life that depends on the error kind
-  (``recover_k``: timeouts are short, authentication failures long) and doubles (``backoff``) with every
-  further failure in a row: the longer an outage has lasted, the longer it is expected to last. A rate
-  limit with a retry-after hint makes the tool unavailable for exactly that long and is not held
-  against its reliability. Failures also raise a provider-level belief (with the weaker
-  ``P(fail | provider up) = provider_noise``), which demotes the provider's other tools; any success of a
-  provider's tool says the provider is up. Failures the belief attributes to an outage barely touch
-  the reliability counts, so a tool is trusted again once it recovers.
+- **reliability** ``p_rel``, a discounted diagonal LinUCB per tool with a context-free bias component.
+  The bias is a Beta mean ``(s + c*s_P + n0*m0) / (s + f + c*(s_P + f_P) + n0)`` over discounted counts
+  of the tool and, with weight ``c = provider_weight``, of its provider. The ``n0 = prior_strength``
+  pseudo-counts never decay (the floor); their mean ``m0 = 1 - prior_weight * (1 - r_static)`` puts the
+  static prior in the bandit when ``prior_weight > 0``. The contextual part fits the residual ``y -
+  mean`` on the query embedding with a diagonal ridge (``A = ridge + sum x*x``, ``b = sum (y - mean) x``,
+  both multiplied by ``gamma`` at each update): "this tool fails for queries like this one"; ``p_rel =
+  clip(mean + (b/A).x, 0, 1)``, ``bonus = alpha * sqrt(sum x*x / A)``. Evidence fades lazily with
+  ``half_life`` (applied when read; the contextual correction fades by the same factor).
+- **availability** ``p_avail``, the belief that the tool and its provider are up *now*. An unobserved
+  tool is down with probability ``down_prior``. A tool-side failure of kind ``k`` updates the belief by
+  Bayes' rule with ``P(fail | up) = noise_k`` (raised by the tool's own chronic failure rate, so that a
+  flaky tool is not taken for a dead one); a success means "up". Between observations the belief relaxes
+  back to ``down_prior`` with a half-life ``recover_k`` that depends on the error kind (timeouts short,
+  authentication failures long) and grows ``backoff``-fold with each further failure in a row: the
+  longer an outage has lasted, the longer it is expected to last. A rate limit with a retry-after makes
+  the tool unavailable for exactly that long and is not held against it. Failures also raise the
+  provider's belief, with the weaker ``P(fail | provider up) = provider_noise``; a success of any of the
+  provider's tools says the provider is up. Failures explained by an outage barely count as
+  reliability evidence, so a tool is trusted again once it is back.
 
 A candidate is *healthy* while ``p_avail >= gate``; unhealthy ones are ranked after every healthy one
-(fail open, flagged, when none is healthy). With probes, tools believed down are offered for health
-checks, least recently observed first. Scoring is O(d) per candidate; state exists only for tools and
-providers that received feedback. Times are in the clock's units (steps in the simulator, seconds in
-production): ``time_scale`` multiplies every duration parameter.
+(fail open, flagged, when none is healthy). Probes go to suspected tools with the most expected missed
+demand. Scoring is O(d) per candidate; state exists only for tools and providers that got feedback.
+Durations are in the clock's units (steps in the simulator, seconds in production); ``time_scale``
+multiplies all of them.
 """
 
 from __future__ import annotations
@@ -47,13 +48,13 @@ from rated.outcome import OutcomeKind
 from rated.policy._rows import KeyedRows
 from rated.policy.base import BasePolicy, Candidates, Feedback, State
 
-__all__ = ["PROVIDER_PREFIX", "RatedPolicy"]
+__all__ = ["FIELDS", "PROVIDER_PREFIX", "RatedPolicy"]
 
 PROVIDER_PREFIX = "provider:"  # state key of a provider's shared component
-
-# scalar fields of a state row (tools and providers share the layout)
-T_FADE, S, F, BETA, T_OBS, TAU, STREAK, BLOCKED, T_SEEN = range(9)
-FIELDS = ("t_fade", "s", "f", "beta", "t_obs", "tau", "streak", "blocked_until", "t_seen")
+#: scalar fields of a state row (tools and providers share the layout); ``beta`` is stored minus
+#: ``down_prior`` and ``rate`` is 1 / the belief's current half-life.
+FIELDS = ("t_fade", "t_obs", "s", "f", "beta", "rate", "streak", "blocked_until", "t_seen", "calls")
+T_FADE, T_OBS, S, F, BETA, RATE, STREAK, BLOCKED, T_SEEN, CALLS = range(len(FIELDS))
 _KINDS = (OutcomeKind.TOOL_ERROR, OutcomeKind.TIMEOUT, OutcomeKind.AUTH_ERROR, OutcomeKind.RATE_LIMITED)
 
 
@@ -67,7 +68,7 @@ class RatedPolicy(BasePolicy):
     >>> p.rank(c(0.0)).order.tolist()
     [0, 1]
     >>> p.learn(Feedback("a", Outcome.of("tool_error"), now=1.0))
-    >>> p.rank(c(2.0)).order.tolist(), p.rank(c(5000.0)).order.tolist()  # demoted, then recovered
+    >>> p.rank(c(2.0)).order.tolist(), p.rank(c(9000.0)).order.tolist()  # demoted, then recovered
     ([1, 0], [0, 1])
     """
 
@@ -83,6 +84,7 @@ class RatedPolicy(BasePolicy):
         gamma: float = 0.95,
         ridge: float = 1.0,
         prior_strength: float = 2.0,
+        prior_weight: float = 0.0,
         half_life: float = 2000.0,
         contextual: bool = True,
         down_prior: float = 0.05,
@@ -103,8 +105,8 @@ class RatedPolicy(BasePolicy):
     ):
         self.w1, self.w2, self.w3 = float(w1), float(w2), float(w3)
         self.alpha, self.gamma, self.ridge = float(alpha), float(gamma), float(ridge)
-        self.prior_strength, self.half_life = float(prior_strength), float(half_life)
-        self.contextual = bool(contextual)
+        self.prior_strength, self.prior_weight = float(prior_strength), float(prior_weight)
+        self.half_life, self.contextual = float(half_life), bool(contextual)
         self.down_prior, self.gate = float(down_prior), float(gate)
         self.noise_tool_error, self.noise_timeout = float(noise_tool_error), float(noise_timeout)
         self.noise_auth, self.noise_rate_limit = float(noise_auth), float(noise_rate_limit)
@@ -115,79 +117,128 @@ class RatedPolicy(BasePolicy):
         self.time_scale = float(time_scale)
         self._check()
         ts = self.time_scale
-        self._noise = dict(zip(_KINDS, (self.noise_tool_error, self.noise_timeout, self.noise_auth,
-                                        self.noise_rate_limit), strict=True))
-        self._recover = dict(zip(_KINDS, (self.recover_tool_error * ts, self.recover_timeout * ts,
-                                          self.recover_auth * ts, self.recover_rate_limit * ts), strict=True))
-        self._hl = self.half_life * ts
+        noise = (self.noise_tool_error, self.noise_timeout, self.noise_auth, self.noise_rate_limit)
+        recover = (self.recover_tool_error, self.recover_timeout, self.recover_auth, self.recover_rate_limit)
+        self._noise = dict(zip(_KINDS, noise, strict=True))
+        self._provider_noise = dict.fromkeys(_KINDS, self.provider_noise)
+        self._recover = {k: r * ts for k, r in zip(_KINDS, recover, strict=True)}
+        self._inv_hl = 1.0 / (self.half_life * ts)
         self._max_rec = self.max_recover * ts
-        pristine = np.array([0.0, 0.0, 0.0, self.down_prior, 0.0, 1.0, 0.0, -math.inf, -math.inf])
-        self._tools = KeyedRows(pristine, n_vectors=2)  # vectors: A (evidence part), b
-        self._providers = KeyedRows(pristine)
-        self._suspects: dict[str, None] = {}  # tools last seen failing: candidates for probes
+        self._up0 = 1.0 - self.down_prior
+        self._avail_norm = 1.0 / self._up0**2  # an unobserved tool has normalised availability 1
+        self._rows = KeyedRows(np.array([0, 0, 0, 0, 0, 0, 0, -math.inf, -math.inf, 0], dtype=np.float64))
+        self._dim: int | None = None
+        self._suspects: dict[str, None] = {}  # tools last seen failing: what probes look at
 
     def _check(self) -> None:
         weights = (self.w1, self.w2, self.w3)
-        if min(weights) < 0 or sum(weights) <= 0:
-            raise ConfigError(f"fusion weights must be >= 0 and not all 0, got {weights}")
-        positive = {"ridge": self.ridge, "prior_strength": self.prior_strength, "half_life": self.half_life,
-                    "backoff": self.backoff, "max_recover": self.max_recover, "time_scale": self.time_scale,
-                    "recover_tool_error": self.recover_tool_error, "recover_timeout": self.recover_timeout,
-                    "recover_auth": self.recover_auth, "recover_rate_limit": self.recover_rate_limit}
-        bad = [f"{k}={v}" for k, v in positive.items() if not v > 0]
-        probs = {"down_prior": self.down_prior, "noise_tool_error": self.noise_tool_error,
-                 "noise_timeout": self.noise_timeout, "noise_auth": self.noise_auth,
-                 "noise_rate_limit": self.noise_rate_limit, "provider_noise": self.provider_noise}
-        bad += [f"{k}={v}" for k, v in probs.items() if not 0 < v < 1]
+        bad = [] if min(weights) >= 0 and sum(weights) > 0 else [f"w1, w2, w3 = {weights}"]
+        positive = (
+            "ridge",
+            "prior_strength",
+            "half_life",
+            "max_recover",
+            "time_scale",
+            "recover_tool_error",
+            "recover_timeout",
+            "recover_auth",
+            "recover_rate_limit",
+        )
+        bad += [f"{k}={getattr(self, k)} (must be > 0)" for k in positive if not getattr(self, k) > 0]
+        probs = (
+            "down_prior",
+            "noise_tool_error",
+            "noise_timeout",
+            "noise_auth",
+            "noise_rate_limit",
+            "provider_noise",
+        )
+        bad += [f"{k}={getattr(self, k)} (must lie in (0, 1))" for k in probs if not 0 < getattr(self, k) < 1]
+        unit = ("gate", "prior_weight")
+        bad += [
+            f"{k}={getattr(self, k)} (must lie in [0, 1])" for k in unit if not 0 <= getattr(self, k) <= 1
+        ]
         if not 0 < self.gamma <= 1:
-            bad.append(f"gamma={self.gamma}")
-        if not 0 <= self.gate <= 1:
-            bad.append(f"gate={self.gate}")
+            bad.append(f"gamma={self.gamma} (must lie in (0, 1])")
         if self.alpha < 0 or self.provider_weight < 0 or self.backoff < 1:
-            bad.append(f"alpha={self.alpha}, provider_weight={self.provider_weight}, backoff={self.backoff}")
+            bad.append(
+                f"alpha={self.alpha}, provider_weight={self.provider_weight} (>= 0), "
+                f"backoff={self.backoff} (>= 1)"
+            )
         if bad:
-            raise ConfigError("invalid RatedPolicy setting(s): " + ", ".join(bad))
-
-    # ---- shared math -------------------------------------------------------------------------------
-    def _belief(self, sc: np.ndarray, now: float) -> np.ndarray:
-        """P(down at ``now``) from rows of scalars: relaxes from the last belief back to ``down_prior``."""
-        pi0 = self.down_prior
-        dt = np.maximum(now - sc[..., T_OBS], 0.0)
-        return pi0 + (sc[..., BETA] - pi0) * np.exp2(-dt / sc[..., TAU])
-
-    def _fade(self, sc: np.ndarray, now: float) -> np.ndarray:
-        return np.exp2(-np.maximum(now - sc[..., T_FADE], 0.0) / self._hl)
+            raise ConfigError("invalid RatedPolicy setting(s): " + "; ".join(bad))
 
     # ---- ranking -----------------------------------------------------------------------------------
     def _score(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
-        now, ids = candidates.now, candidates.tool_ids
-        tindex, pindex = self._tools.index, self._providers.index
-        rows = [tindex.get(t, 0) for t in ids]
-        prows = [pindex.get(p, 0) if p != t else 0 for t, p in zip(ids, candidates.providers, strict=True)]
-        prior = candidates.prior
-        x = candidates.context if self.contextual else None
-        sc = self._tools.scalars[rows]
-        psc = self._providers.scalars[prows]
-        fade = self._fade(sc, now)
-        s, f = sc[:, S] * fade, sc[:, F] * fade
-        pfade = self._fade(psc, now) * self.provider_weight
-        ps, pf = psc[:, S] * pfade, psc[:, F] * pfade
+        now, ids, prior = candidates.now, candidates.tool_ids, candidates.prior
+        get = self._rows.index.get
+        rows = [get(t, 0) for t in ids]
+        prows = [
+            0 if p == t else get(PROVIDER_PREFIX + p, 0)
+            for t, p in zip(ids, candidates.providers, strict=True)
+        ]
+        if not any(rows) and not any(prows):
+            return self._score_fresh(candidates)
+        k = len(ids)
+        sc = self._rows.scalars.take(rows + prows, axis=0)  # (2K, fields): tools, then their providers
+        decay = sc[:, :2] - now  # (t_fade - now, t_obs - now), each <= 0
+        np.minimum(decay, 0.0, out=decay)
+        decay[:, 0] *= self._inv_hl
+        decay[:, 1] *= sc[:, RATE]
+        np.exp2(decay, out=decay)
+        fade, relax = decay[:, 0], decay[:, 1]
+        up = self._up0 - sc[:, BETA] * relax  # 1 - P(down now)
+        counts = sc[:, S : F + 1] * fade[:, None]
+        counts = counts[:k] + self.provider_weight * counts[k:]
+        total = counts[:, 0] + counts[:, 1]
         n0 = self.prior_strength
-        mean = (s + ps + n0 * prior) / (s + f + ps + pf + n0)
-        dim = self._tools.dim
-        if x is not None and dim is not None and x.shape[0] == dim:
-            A = self._tools.vectors[0][rows] * fade[:, None] + self.ridge
-            B = self._tools.vectors[1][rows] * fade[:, None]
-            rel = np.clip(mean + (B / A) @ x, 0.0, 1.0)
-            bonus = self.alpha * np.sqrt((1.0 / A) @ (x * x))
+        m0 = 1.0 - self.prior_weight * (1.0 - prior) if self.prior_weight else 1.0
+        rel = (counts[:, 0] + n0 * m0) / (total + n0)
+        avail = up[:k] * up[k:] * (sc[:k, BLOCKED] <= now)
+        x = candidates.context
+        if self._dim is not None and self.contextual and x is not None and x.shape[0] == self._dim:
+            vec = self._rows.vectors.take(rows, axis=0)  # (K, 2d): theta, then 1 / A
+            d = self._dim
+            xx = x * x
+            fresh = float(xx.sum()) / self.ridge
+            rel += (vec[:, :d] @ x) * fade[:k]
+            np.clip(rel, 0.0, 1.0, out=rel)
+            var = fade[:k] * (vec[:, d:] @ xx - fresh) + fresh
+            bonus = self.alpha * np.sqrt(np.maximum(var, 0.0))
         else:
-            rel = mean
-            bonus = self.alpha / np.sqrt(n0 + s + f)
-        avail = (1.0 - self._belief(sc, now)) * (1.0 - self._belief(psc, now)) * (sc[:, BLOCKED] <= now)
-        bandit = np.minimum(1.0, rel * avail + bonus)
+            bonus = self.alpha / np.sqrt(n0 + total)
+        bandit = np.minimum(rel * avail * self._avail_norm + bonus, 1.0)
         scores = self.w1 * candidates.semantic + self.w2 * bandit + self.w3 * prior
-        components = {"semantic": candidates.semantic, "bandit": bandit, "prior": prior,
-                      "reliability": rel, "availability": avail}
+        components = {
+            "semantic": candidates.semantic,
+            "bandit": bandit,
+            "prior": prior,
+            "reliability": rel,
+            "availability": avail,
+        }
+        return scores, components, avail >= self.gate
+
+    def _score_fresh(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+        """No candidate nor provider has state: every tool has the same, fresh estimate."""
+        prior = candidates.prior
+        k = len(candidates)
+        rel = 1.0 - self.prior_weight * (1.0 - prior) if self.prior_weight else np.ones(k)
+        x = candidates.context
+        norm = (
+            math.sqrt(float(x @ x) / self.ridge)
+            if x is not None and self.contextual
+            else 1 / math.sqrt(self.prior_strength)
+        )
+        bandit = np.minimum(rel + self.alpha * norm, 1.0)
+        avail = np.full(k, self._up0 * self._up0)
+        scores = self.w1 * candidates.semantic + self.w2 * bandit + self.w3 * prior
+        components = {
+            "semantic": candidates.semantic,
+            "bandit": bandit,
+            "prior": prior,
+            "reliability": np.asarray(rel, dtype=np.float64),
+            "availability": avail,
+        }
         return scores, components, avail >= self.gate
 
     # ---- learning ----------------------------------------------------------------------------------
@@ -200,127 +251,146 @@ class RatedPolicy(BasePolicy):
     def _learn(self, feedback: Feedback) -> None:
         now, outcome, tool = feedback.now, feedback.outcome, feedback.tool_id
         kind = outcome.kind
-        r = self._tools.row(tool)
-        sc = self._tools.scalars[r]
+        x = self._context(feedback)
+        r = self._rows.row(tool)
+        sc = self._rows.scalars[r]
         sc[T_SEEN] = max(sc[T_SEEN], now)
         if kind is OutcomeKind.RATE_LIMITED and outcome.retry_after is not None:
             sc[BLOCKED] = max(sc[BLOCKED], now + outcome.retry_after)  # respected, not held against it
             self._suspects[tool] = None
             return
-        x = feedback.context if self.contextual else None
-        if x is not None:
-            x = np.asarray(x, dtype=np.float64).ravel()
-            if self._tools.dim is None:
-                self._tools.set_dim(x.shape[0])
-            elif x.shape[0] != self._tools.dim:
-                raise ConfigError(f"context has dimension {x.shape[0]}, this policy learned with {self._tools.dim}")
-        fade = float(self._fade(sc, now))
-        sc[S] *= fade
-        sc[F] *= fade
-        sc[T_FADE] = max(sc[T_FADE], now)
+        fade = self._fade_row(sc, now)
+        if not feedback.probe:
+            sc[CALLS] += 1.0
         chronic = sc[F] / (sc[S] + sc[F] + self.prior_strength)  # the tool's own unexplained failure rate
         weight = self._update_belief(sc, now, kind, chronic, self._noise)
         y = 1.0 if outcome.is_success else 0.0
-        mean_ev = (sc[S] + 0.5) / (sc[S] + sc[F] + 1.0)
+        mean = (sc[S] + 0.5) / (sc[S] + sc[F] + 1.0)
         g = self.gamma
         sc[S] = g * sc[S] + weight * y
         sc[F] = g * sc[F] + weight * (1.0 - y)
         if x is not None:
-            A, B = self._tools.vectors[0][r], self._tools.vectors[1][r]
-            A *= fade * g
-            A += weight * x * x
-            B *= fade * g
-            B += (weight * (y - mean_ev)) * x
+            vec = self._rows.vectors[r]
+            d = self._dim
+            A = 1.0 / vec[d:].astype(np.float64) - self.ridge  # evidence part of the diagonal
+            b = vec[:d] * (A + self.ridge)
+            A = (fade * g) * A + weight * x * x
+            b = (fade * g) * b + (weight * (y - mean)) * x
+            inv = 1.0 / (A + self.ridge)
+            vec[:d] = b * inv
+            vec[d:] = inv
         if outcome.is_success:
             self._suspects.pop(tool, None)
         else:
             self._suspects[tool] = None
-        provider = feedback.provider
-        if provider and provider != tool:
-            pr = self._providers.row(provider)  # may grow the table: index after
-            psc = self._providers.scalars[pr]
-            pfade = float(self._fade(psc, now))
-            psc[S] *= pfade
-            psc[F] *= pfade
-            psc[T_FADE] = max(psc[T_FADE], now)
+        if feedback.provider and feedback.provider != tool:
+            pr = self._rows.row(PROVIDER_PREFIX + feedback.provider)
+            psc = self._rows.scalars[pr]
             psc[T_SEEN] = max(psc[T_SEEN], now)
-            self._update_belief(psc, now, kind, 0.0, dict.fromkeys(_KINDS, self.provider_noise))
+            self._fade_row(psc, now)
+            self._update_belief(psc, now, kind, 0.0, self._provider_noise)
             psc[S] = g * psc[S] + weight * y
             psc[F] = g * psc[F] + weight * (1.0 - y)
+
+    def _context(self, feedback: Feedback) -> np.ndarray | None:
+        if not self.contextual or feedback.context is None:
+            return None
+        x = np.asarray(feedback.context, dtype=np.float64).ravel()
+        self._ensure_dim(x.shape[0], "context")
+        return x
+
+    def _ensure_dim(self, dim: int, what: str) -> None:
+        if self._dim is None:
+            self._dim = int(dim)
+            self._rows.set_vector_width(np.concatenate([np.zeros(dim), np.full(dim, 1.0 / self.ridge)]))
+        elif dim != self._dim:
+            raise ConfigError(f"{what} has dimension {dim}; this policy learned with {self._dim}")
+
+    def _fade_row(self, sc: np.ndarray, now: float) -> float:
+        """Bring a row's counts to ``now``; returns the fade factor (also owed by the contextual part)."""
+        fade = 2.0 ** (-max(now - sc[T_FADE], 0.0) * self._inv_hl)
+        sc[S] *= fade
+        sc[F] *= fade
+        sc[CALLS] *= fade
+        sc[T_FADE] = max(sc[T_FADE], now)
+        return fade
 
     def _update_belief(
         self, sc: np.ndarray, now: float, kind: OutcomeKind, chronic: float, noise: dict[OutcomeKind, float]
     ) -> float:
-        """Bayes update of P(down) for one outcome; returns the weight of the outcome as reliability evidence."""
+        """Bayes update of P(down) for one outcome; returns the outcome's weight as reliability evidence."""
         if kind is OutcomeKind.SUCCESS:
-            sc[BETA], sc[T_OBS], sc[TAU], sc[STREAK] = 0.0, now, 1.0, 0.0
+            sc[BETA], sc[T_OBS], sc[RATE], sc[STREAK] = -self.down_prior, now, 1.0, 0.0
             sc[BLOCKED] = min(sc[BLOCKED], now)
             return 1.0
-        prior = float(self._belief(sc, now))
+        prior = self._belief_row(sc, now)
         eps = noise[kind] + (1.0 - noise[kind]) * chronic
         down = prior / (prior + eps * (1.0 - prior))
         sc[STREAK] += 1.0
-        sc[BETA], sc[T_OBS] = down, now
-        sc[TAU] = min(self._max_rec, self._recover[kind] * self.backoff ** (sc[STREAK] - 1.0))
+        sc[BETA], sc[T_OBS] = down - self.down_prior, now
+        sc[RATE] = 1.0 / min(self._max_rec, self._recover[kind] * self.backoff ** (sc[STREAK] - 1.0))
         return 0.0 if kind is OutcomeKind.RATE_LIMITED else 1.0 - down
+
+    def _belief_row(self, sc: np.ndarray, now: float) -> float:
+        return self.down_prior + sc[BETA] * 2.0 ** (-max(now - sc[T_OBS], 0.0) * sc[RATE])
 
     # ---- probes ------------------------------------------------------------------------------------
     def probe_targets(self, now: float, budget: int) -> list[str]:
-        """Tools believed down (or rate-limited) now, least recently observed first."""
+        """Suspected tools by expected missed demand: (calls + 1) x time since last observed.
+
+        A tool stays a suspect until a success, or until its belief has relaxed close to ``down_prior``.
+        """
         if budget <= 0 or not self._suspects:
             return []
         keys = list(self._suspects)
-        rows = [self._tools.index[k] for k in keys]
-        sc = self._tools.scalars[rows]
-        avail = (1.0 - self._belief(sc, now)) * (sc[:, BLOCKED] <= now)
-        down = avail < self.gate
-        for k, d in zip(keys, down, strict=True):
-            if not d:
-                del self._suspects[k]  # relaxed back: an ordinary call will re-try it
-        order = np.argsort(sc[:, T_SEEN], kind="stable")
-        return [keys[i] for i in order if down[i]][: int(budget)]
+        sc = self._rows.scalars.take([self._rows.index[k] for k in keys], axis=0)
+        belief = self.down_prior + sc[:, BETA] * np.exp2(-np.maximum(now - sc[:, T_OBS], 0.0) * sc[:, RATE])
+        suspect = (belief > 2.0 * self.down_prior) | (sc[:, BLOCKED] > now)
+        for key, keep in zip(keys, suspect.tolist(), strict=True):
+            if not keep:
+                del self._suspects[key]
+        calls = sc[:, CALLS] * np.exp2(-np.maximum(now - sc[:, T_FADE], 0.0) * self._inv_hl)
+        priority = np.where(suspect, (calls + 1.0) * np.maximum(now - sc[:, T_SEEN], 0.0), -1.0)
+        order = np.argsort(-priority, kind="stable")[: int(budget)]
+        return [keys[i] for i in order if suspect[i]]
 
     # ---- persistence -------------------------------------------------------------------------------
-    def _table(self, key: str) -> tuple[KeyedRows, str]:
-        if key.startswith(PROVIDER_PREFIX):
-            return self._providers, key[len(PROVIDER_PREFIX) :]
-        return self._tools, key
-
     def get_state(self, key: str) -> State | None:
-        table, k = self._table(key)
-        r = table.index.get(k)
+        r = self._rows.index.get(key)
         if r is None:
             return None
-        state = {"scalars": table.scalars[r].copy()}
-        if table is self._tools and table.vectors:
-            state["A"] = table.vectors[0][r].copy()
-            state["b"] = table.vectors[1][r].copy()
+        state = {"scalars": self._rows.scalars[r].copy()}
+        if self._dim is not None and not key.startswith(PROVIDER_PREFIX):
+            vec = self._rows.vectors[r]
+            state["theta"] = vec[: self._dim].copy()
+            state["inv_a"] = vec[self._dim :].copy()
         return state
 
     def set_state(self, key: str, state: State | None) -> None:
-        table, k = self._table(key)
         if state is None:
-            table.drop(k)
-            self._suspects.pop(k, None)
+            self._rows.drop(key)
+            self._suspects.pop(key, None)
             return
         scalars = np.asarray(state["scalars"], dtype=np.float64).ravel()
         if scalars.shape != (len(FIELDS),):
-            raise ConfigError(f"state of {key!r}: expected {len(FIELDS)} scalars, got {scalars.shape}")
-        r = table.row(k)
-        table.scalars[r] = scalars
-        if table is self._tools and "A" in state:
-            A = np.asarray(state["A"], dtype=np.float64).ravel()
-            if table.dim is None:
-                table.set_dim(A.shape[0])
-            if A.shape[0] != table.dim:
-                raise ConfigError(f"state of {key!r}: context dimension {A.shape[0]}, expected {table.dim}")
-            table.vectors[0][r] = A
-            table.vectors[1][r] = np.asarray(state["b"], dtype=np.float64).ravel()
-        if table is self._tools:
+            raise ConfigError(f"state of {key!r}: expected {len(FIELDS)} scalars, got shape {scalars.shape}")
+        theta = state.get("theta")
+        if theta is not None:
+            theta = np.asarray(theta, dtype=np.float32).ravel()
+            inv_a = np.asarray(state["inv_a"], dtype=np.float32).ravel()
+            self._ensure_dim(theta.shape[0], f"state of {key!r}")
+            if inv_a.shape != theta.shape:
+                raise ConfigError(f"state of {key!r}: inv_a has shape {inv_a.shape}, theta {theta.shape}")
+        r = self._rows.row(key)
+        self._rows.scalars[r] = scalars
+        if theta is not None:
+            self._rows.vectors[r, : self._dim] = theta
+            self._rows.vectors[r, self._dim :] = inv_a
+        if not key.startswith(PROVIDER_PREFIX):
             if scalars[STREAK] > 0 or scalars[BLOCKED] > -math.inf:
-                self._suspects[k] = None
+                self._suspects[key] = None
             else:
-                self._suspects.pop(k, None)
+                self._suspects.pop(key, None)
 
     def all_state_keys(self) -> Sequence[str]:
-        return [*self._tools.index, *(PROVIDER_PREFIX + p for p in self._providers.index)]
+        return list(self._rows.index)

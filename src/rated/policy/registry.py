@@ -45,7 +45,9 @@ POLICIES: Mapping[str, PolicySpec] = MappingProxyType(
         ),
         "blacklist": PolicySpec(BlacklistPolicy, {}, "a tool is excluded for good after one failure"),
         "retry3": PolicySpec(RetryPolicy, {"attempts": 3}, "up to three ranked tools per step, no memory"),
-        "breaker": PolicySpec(CircuitBreakerPolicy, {}, "consecutive-failure circuit breaker, half-open probe"),
+        "breaker": PolicySpec(
+            CircuitBreakerPolicy, {}, "consecutive-failure circuit breaker, half-open probe"
+        ),
         "window_breaker": PolicySpec(WindowBreakerPolicy, {}, "failure-rate breaker over a sliding window"),
         "global_mab": PolicySpec(GlobalMABPolicy, {}, "one context-free success estimate per tool"),
         "batch_policy": PolicySpec(BatchPolicy, {}, "a re-ranker refreshed only every B steps"),

@@ -1,0 +1,160 @@
+"""Turn a ``BenchResult`` into the JSON of issue 5, a markdown table and a PNG of the success curves."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rated.bench.dynamic.runner import BenchResult
+
+__all__ = ["best_baseline", "markdown_table", "plot_curves", "to_json"]
+
+NOT_BASELINES = ("rated", "oracle")
+MULTI_CALL = ("retry3",)  # methods that may call several tools per step
+
+
+def _clean(x: Any) -> Any:
+    """JSON-safe: numpy scalars to Python, non-finite floats to None."""
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_clean(v) for v in x]
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def best_baseline(result: BenchResult, single_call: bool = True) -> str | None:
+    """The baseline with the highest mean Post-Fail SR (by default among methods making one call per step)."""
+    summary = result.summary()
+    candidates = [
+        label
+        for label, spec in result.methods.items()
+        if spec.policy not in NOT_BASELINES
+        and not label.startswith("rated")
+        and spec.policy != "oracle"
+        and not (single_call and spec.policy in MULTI_CALL)
+    ]
+    if not candidates:
+        return None
+    return max(candidates, key=lambda m: summary[m]["post_fail_sr"]["mean"])
+
+
+def to_json(result: BenchResult, tuning: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The report of one benchmark run, in the shape issue 5 asks for (plus context fields)."""
+    cfg = result.config
+    summary = result.summary()
+    methods: dict[str, Any] = {}
+    for label, spec in result.methods.items():
+        methods[label] = {
+            **summary[label],
+            "policy": spec.policy,
+            "retriever": spec.retriever,
+            "params": dict(spec.params),
+            "seconds": result.seconds.get(label, 0.0),
+            "per_seed": result.per_seed[label],
+        }
+    paired: dict[str, Any] = {}
+    if "rated" in result.per_seed:
+        for label in result.per_seed:
+            if label != "rated":
+                paired[f"rated - {label}"] = result.paired_with("rated", label)
+    rep = np.array(result.repetition)
+    return _clean(
+        {
+            "dataset": result.dataset,
+            "scenario": cfg.scenario.name,
+            "failure_rate": cfg.scenario.failure_rate,
+            "seeds": list(cfg.seeds),
+            "stream": cfg.stream,
+            "steps": cfg.scenario.steps,
+            "onset": cfg.scenario.onset,
+            "k": cfg.k,
+            "probes": {
+                "interval": cfg.probe_interval,
+                "budget": cfg.probe_budget if cfg.probe_interval else 0,
+            },
+            "window": cfg.window,
+            "query_repetition_rate": {
+                "mean": float(rep.mean()),
+                "std": float(rep.std(ddof=1)) if len(rep) > 1 else 0.0,
+            },
+            "best_baseline": best_baseline(result),
+            "methods": methods,
+            "paired": paired,
+            "curves": {
+                "step": result.curve_steps.tolist(),
+                **{k: v.tolist() for k, v in result.curves.items()},
+            },
+            "scenario_config": cfg.scenario.to_dict(),
+            "scenario_info": result.scenario_info,
+            "notes": result.notes,
+            **({"tuning": tuning} if tuning else {}),
+        }
+    )
+
+
+def _fmt(entry: dict[str, Any] | None, digits: int = 3, pct: bool = False) -> str:
+    if not entry or entry.get("mean") is None:
+        return "never" if entry and entry.get("never") else "-"
+    mean, std = entry["mean"], entry.get("std") or 0.0
+    text = f"{100 * mean:.1f} ± {100 * std:.1f}" if pct else f"{mean:.{digits}f} ± {std:.{digits}f}"
+    never = entry.get("never")
+    return text + (f" ({never} never)" if never else "")
+
+
+def markdown_table(report: dict[str, Any]) -> str:
+    """Methods as rows: Post-Fail SR and FSR in %, regret in points, adaptation steps, probes."""
+    head = (
+        f"**{report['dataset']}**, scenario `{report['scenario']}`, failure rate {report['failure_rate']}, "
+        f"{report['stream']} stream ({report['steps']} steps, onset {report['onset']}, "
+        f"query repetition {100 * report['query_repetition_rate']['mean']:.0f}%), "
+        f"{len(report['seeds'])} seeds, probes {report['probes']['interval'] or 'off'}\n\n"
+    )
+    rows = [
+        "| method | Post-Fail SR % | FSR % | regret (pts) | adapt. steps | adapt. vs oracle | probes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label, m in report["methods"].items():
+        cells = [
+            _fmt(m["post_fail_sr"], pct=True),
+            _fmt(m["fsr"], pct=True),
+            _fmt(m["regret"], pct=True),
+            _fmt(m["adaptation_steps"], 0),
+            _fmt(m["adaptation_steps_oracle"], 0),
+            f"{(m['probes']['mean'] or 0):.0f}",
+        ]
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    tail = ""
+    best = report.get("best_baseline")
+    key = f"rated - {best}"
+    if best and key in report.get("paired", {}):
+        d = report["paired"][key]
+        tail = (
+            f"\nPaired, rated - {best} (best single-call baseline): Post-Fail SR "
+            f"{100 * d['post_fail_sr']['mean']:+.2f} ± {100 * d['post_fail_sr']['std']:.2f} pts, "
+            f"rated ahead on {d['post_fail_sr']['a_better']}/{d['post_fail_sr']['seeds']} seeds; FSR "
+            f"{100 * d['fsr']['mean']:+.2f} pts.\n"
+        )
+    return head + "\n".join(rows) + "\n" + tail
+
+
+def plot_curves(report: dict[str, Any], path: str | Path) -> Path:
+    """PNG of each method's trailing success rate (mean over seeds), with the onset marked."""
+    from rated.bench.plots import success_curves
+
+    curves = {k: v for k, v in report["curves"].items() if k != "step" and v}
+    marks = {"onset": report["onset"]}
+    cfg = report.get("scenario_config") or {}
+    if report["scenario"] == "recovery" and cfg.get("recovery_at"):
+        marks["recovery"] = cfg["recovery_at"]
+    title = (
+        f"{report['dataset']} · {report['scenario']} · failure rate {report['failure_rate']} · "
+        f"{report['stream']} · probes {report['probes']['interval'] or 'off'}"
+    )
+    return success_curves(report["curves"]["step"], curves, path, title=title, marks=marks)

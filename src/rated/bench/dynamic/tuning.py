@@ -1,0 +1,176 @@
+"""Tune each method's settings on validation seeds (never on test), over documented grids.
+
+Starting values come from libraries practitioners use:
+
+- ``breaker``: Envoy outlier detection ejects a host after ``consecutive_5xx = 5`` failures for
+  ``base_ejection_time = 30 s``, multiplied by the number of ejections; resilience4j's count-based
+  breaker waits ``waitDurationInOpenState = 60 s`` (exponential back-off optional); LiteLLM cools a
+  deployment down after ``allowed_fails`` (3) failures for ``cooldown_time`` (5-60 s) and honours 429s.
+  Grid: threshold {1, 2, 3, 5} x cool-down {100, 200, 400, 800, 1600, 3200} steps x back-off {1, 2}
+  (x retry-after respected {no, yes} in scenarios with rate limits).
+- ``window_breaker``: resilience4j's ``slidingWindowSize = 100``, ``minimumNumberOfCalls = 100``,
+  ``failureRateThreshold = 50%``; a tool sees only tens of calls here, so the grid scales the window
+  down: window {5, 10, 20} x minimum calls {2, 3} x threshold {0.5} x cool-down {200, 800, 3200} x
+  back-off {1, 2}.
+- ``global_mab``: weight {0.15, 0.3, 0.5, 1.0} x gamma {0.9, 0.95, 1.0} x half-life {500, 2000, inf}
+  (the paper's gamma 0.95, alpha 0.1).
+- ``batch_policy``: batch {50, 200, 500} steps x weight {0.3, 1.0} x gamma {0.95, 1.0} x half-life
+  {500, inf}.
+- ``rated``: ``RATED_GRID``, the few settings the sweeps showed to matter (see docs/dynamic-benchmark.md).
+
+Selection: the highest mean Post-Fail SR over the validation seeds; ties (within 1e-4) go to the lower
+FSR, then to the earlier grid point.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rated.bench.dynamic.runner import MethodSpec, Prepared, method_rows
+
+__all__ = ["GRIDS", "RATED_GRID", "TuneResult", "grid_points", "tune", "tune_all"]
+
+RATED_GRID: dict[str, list[Any]] = {
+    "recover_tool_error": [200.0, 800.0],
+    "w3": [0.0, 0.1],
+}
+
+GRIDS: dict[str, dict[str, list[Any]]] = {
+    "breaker": {
+        "failure_threshold": [1, 2, 3, 5],
+        "cooldown": [100.0, 200.0, 400.0, 800.0, 1600.0, 3200.0],
+        "backoff": [1.0, 2.0],
+    },
+    "window_breaker": {
+        "window": [5, 10, 20],
+        "min_calls": [2, 3],
+        "threshold": [0.5],
+        "cooldown": [200.0, 800.0, 3200.0],
+        "backoff": [1.0, 2.0],
+    },
+    "global_mab": {
+        "w_mab": [0.15, 0.3, 0.5, 1.0],
+        "gamma": [0.9, 0.95, 1.0],
+        "half_life": [500.0, 2000.0, math.inf],
+    },
+    "batch_policy": {
+        "batch": [50.0, 200.0, 500.0],
+        "w_mab": [0.3, 1.0],
+        "gamma": [0.95, 1.0],
+        "half_life": [500.0, math.inf],
+    },
+    "rated": RATED_GRID,
+}
+RATE_LIMIT_SCENARIOS = ("outages", "caller_errors")
+
+
+def grid_points(policy: str, scenario: str) -> list[dict[str, Any]]:
+    """Every setting tried for ``policy`` in ``scenario`` (one empty setting for untuned methods)."""
+    grid = dict(GRIDS.get(policy, {}))
+    if policy in ("breaker", "window_breaker") and scenario in RATE_LIMIT_SCENARIOS:
+        grid["respect_retry_after"] = [False, True]
+    if not grid:
+        return [{}]
+    keys = list(grid)
+    points = [dict(zip(keys, values, strict=True)) for values in itertools.product(*(grid[k] for k in keys))]
+    return [p for p in points if p.get("min_calls", 0) <= p.get("window", math.inf)]
+
+
+@dataclass
+class TuneResult:
+    """The chosen setting of one method and the validation score of every setting tried."""
+
+    label: str
+    params: dict[str, Any]
+    post_fail_sr: float
+    fsr: float
+    tried: list[dict[str, Any]]  # [{"params", "post_fail_sr", "fsr"}]
+
+
+_PREP: Prepared | None = None  # shared with forked workers
+
+
+def _evaluate(job: tuple[MethodSpec, int]) -> tuple[int, float, float]:
+    spec, i = job
+    assert _PREP is not None
+    rows = method_rows(_PREP, spec)
+    return i, float(np.mean([r["post_fail_sr"] for r in rows])), float(np.mean([r["fsr"] for r in rows]))
+
+
+def tune(
+    prep: Prepared,
+    base: MethodSpec,
+    points: Sequence[Mapping[str, Any]] | None = None,
+    *,
+    jobs: int = 1,
+    on_progress: Callable[[str], None] | None = None,
+) -> TuneResult:
+    """Try every setting of ``base.policy`` (``base.params`` held fixed) on the prepared validation seeds."""
+    return tune_all(
+        prep, [base], {base.label: points} if points is not None else None, jobs=jobs, on_progress=on_progress
+    )[base.label]
+
+
+def tune_all(
+    prep: Prepared,
+    bases: Sequence[MethodSpec],
+    points: Mapping[str, Sequence[Mapping[str, Any]] | None] | None = None,
+    *,
+    jobs: int = 1,
+    on_progress: Callable[[str], None] | None = None,
+) -> dict[str, TuneResult]:
+    """Tune several methods at once (one pool of workers for all their grid points)."""
+    global _PREP
+    grids = {
+        b.label: list((points or {}).get(b.label) or grid_points(b.policy, prep.scenario.name)) for b in bases
+    }
+    jobs_list: list[tuple[MethodSpec, int]] = []
+    owner: list[tuple[str, dict[str, Any]]] = []
+    for b in bases:
+        for p in grids[b.label]:
+            params = {**b.params, **p}
+            jobs_list.append((MethodSpec(b.label, b.policy, b.retriever, params), len(owner)))
+            owner.append((b.label, dict(p)))
+    scores: list[tuple[float, float]] = [(0.0, 0.0)] * len(jobs_list)
+    _PREP = prep
+    try:
+        workers = max(1, min(int(jobs), len(jobs_list), os.cpu_count() or 1))
+        if workers > 1:
+            with ProcessPoolExecutor(workers) as pool:
+                for done, (i, sr, fsr) in enumerate(pool.map(_evaluate, jobs_list), 1):
+                    scores[i] = (sr, fsr)
+                    if on_progress:
+                        on_progress(f"tuning {done}/{len(jobs_list)}")
+        else:
+            for done, job in enumerate(jobs_list, 1):
+                i, sr, fsr = _evaluate(job)
+                scores[i] = (sr, fsr)
+                if on_progress:
+                    on_progress(f"tuning {done}/{len(jobs_list)}")
+    finally:
+        _PREP = None
+    out: dict[str, TuneResult] = {}
+    for b in bases:
+        tried = [
+            {"params": p, "post_fail_sr": scores[i][0], "fsr": scores[i][1]}
+            for i, (lab, p) in enumerate(owner)
+            if lab == b.label
+        ]
+        best = tried[0]
+        for t in tried[1:]:
+            if t["post_fail_sr"] > best["post_fail_sr"] + 1e-4 or (
+                abs(t["post_fail_sr"] - best["post_fail_sr"]) <= 1e-4 and t["fsr"] < best["fsr"]
+            ):
+                best = t
+        out[b.label] = TuneResult(
+            b.label, {**b.params, **best["params"]}, best["post_fail_sr"], best["fsr"], tried
+        )
+    return out
