@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["grouped_bars"]
+__all__ = ["grouped_bars", "heatmap_grid", "success_curves"]
 
 
 def grouped_bars(
@@ -50,6 +50,85 @@ def grouped_bars(
         ax.set_title(title)
     ax.legend(ncol=len(metrics), fontsize="small", loc="upper left")
     ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+# ---- dynamic benchmark (engineer P) ------------------------------------------------------------------
+
+
+def success_curves(
+    steps: Sequence[float],
+    curves: Mapping[str, Sequence[float]],
+    path: str | Path,
+    *,
+    title: str = "",
+    marks: Mapping[str, float] | None = None,
+    ylabel: str = "success rate (trailing window)",
+) -> Path:
+    """One line per method over the stream (oracles dashed); ``marks`` draws labelled vertical lines
+    (failure onset, recovery). Writes a PNG and returns its path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9.0, 4.8))
+    for label, values in curves.items():
+        style = "--" if label.startswith("oracle") else "-"
+        width = 2.2 if label == "rated" else 1.2
+        ax.plot(list(steps)[: len(values)], list(values), style, lw=width, label=label)
+    for name, x in (marks or {}).items():
+        ax.axvline(x, color="grey", lw=0.8, ls=":")
+        ax.text(x, ax.get_ylim()[1], f" {name}", va="top", fontsize="small", color="grey")
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", ncol=2, loc="lower left")
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
+
+
+def heatmap_grid(
+    panels: Sequence[tuple[str, Sequence[float], Sequence[float], Sequence[Sequence[float]]]],
+    path: str | Path,
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+) -> Path:
+    """Side-by-side heatmaps, one per ``(panel title, x values, y values, values[y][x])``, each cell
+    annotated with its value. Writes a PNG and returns its path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.0), squeeze=False)
+    for ax, (name, xs, ys, values) in zip(axes[0], panels, strict=True):
+        grid = np.asarray(values, dtype=float)
+        im = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
+        ax.set_xticks(range(len(xs)), [f"{v:g}" for v in xs])
+        ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys])
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(name, fontsize="medium")
+        for (i, j), v in np.ndenumerate(grid):
+            ax.text(j, i, f"{v:.3f}", ha="center", va="center", fontsize="x-small", color="w")
+        fig.colorbar(im, ax=ax, shrink=0.8)
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
