@@ -52,6 +52,7 @@ __all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "ToolHealth"]
 DEFAULT_POLICY = "rated"
 _STORE_OPTIONS = ("durability", "busy_timeout", "namespace")
 _HASH_ENCODER = re.compile(r"hash-(\d+)-s(\d+)$")
+_BANDIT_NAMES = ("bandit", "mab", "health")  # what policies call their feedback-learned component
 
 
 @dataclass(frozen=True)
@@ -290,25 +291,28 @@ class Retriever:
         )
         ranking = self._policy.rank(candidates)
         _check_ranking(ranking, len(candidates))
-        healthy = ranking.healthy if ranking.healthy is not None else np.ones(len(candidates), bool)
-        bandit = _bandit_component(ranking.components)
-        hits = []
-        for rank, i in enumerate(ranking.order[:k]):
-            i = int(i)
-            hits.append(
-                Hit(
-                    tool=self._tools[pos[i]],
-                    score=float(ranking.scores[i]),
-                    semantic=float(candidates.semantic[i]),
-                    prior=float(candidates.prior[i]),
-                    bandit=None if bandit is None else float(bandit[i]),
-                    healthy=bool(healthy[i]),
-                    degraded=bool(ranking.degraded),
-                    rank=rank + 1,
-                    components={n: float(np.asarray(v)[i]) for n, v in ranking.components.items()},
-                )
+        n = len(candidates)
+        # plain Python lists once, then cheap indexing per hit
+        scores = np.asarray(ranking.scores, dtype=np.float64).tolist()
+        healthy = [True] * n if ranking.healthy is None else np.asarray(ranking.healthy, bool).tolist()
+        comps = {name: np.asarray(v, dtype=np.float64).tolist() for name, v in ranking.components.items()}
+        bandit = next((comps[name] for name in _BANDIT_NAMES if name in comps), None)
+        semantic, prior = candidates.semantic.tolist(), candidates.prior.tolist()
+        degraded = bool(ranking.degraded)
+        return [
+            Hit(
+                tool=self._tools[pos[i]],
+                score=scores[i],
+                semantic=semantic[i],
+                prior=prior[i],
+                bandit=None if bandit is None else bandit[i],
+                healthy=healthy[i],
+                degraded=degraded,
+                rank=rank + 1,
+                components={name: v[i] for name, v in comps.items()},
             )
-        return hits
+            for rank, i in enumerate(ranking.order[:k].tolist())
+        ]
 
     # ---- feedback ----------------------------------------------------------------------------------
     def feedback(
@@ -479,6 +483,11 @@ class Retriever:
         return self._store
 
     @property
+    def index(self) -> Any:
+        """The in-memory ``SemanticIndex`` (positions refer to ``[t.tool for t in tools()]`` order)."""
+        return self._index
+
+    @property
     def policy(self) -> Policy:
         return self._policy
 
@@ -611,13 +620,6 @@ def _check_ranking(ranking: Ranking, n: int) -> None:
         raise ConfigError("the policy returned NaN, infinite or misshaped scores")
     if sorted(np.asarray(ranking.order).tolist()) != list(range(n)):
         raise ConfigError("the policy returned an order that is not a permutation of the candidates")
-
-
-def _bandit_component(components: Mapping[str, np.ndarray]) -> np.ndarray | None:
-    for name in ("bandit", "mab", "health"):
-        if name in components:
-            return np.asarray(components[name])
-    return None
 
 
 def _as_tools(source: str | Path | Sequence[Tool | Mapping[str, Any]]) -> list[Tool]:
