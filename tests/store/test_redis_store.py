@@ -36,7 +36,8 @@ def test_concurrent_processes_lose_no_update(redis_url):
     from rated.store.redis import RedisStore
 
     ns = f"c{uuid.uuid4().hex[:8]}"
-    ctx = mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")  # real processes; the server imports once, workers fork from it
+    ctx.set_forkserver_preload(["rated.store.redis", "rated.store.codec", "redis"])
     procs = [ctx.Process(target=_writer, args=(redis_url, ns, w)) for w in range(N_PROCS)]
     for p in procs:
         p.start()
@@ -67,3 +68,29 @@ def test_unreachable_server_is_a_store_error():
 
     with pytest.raises(StoreError, match="127.0.0.1:1"):
         RedisStore("redis://127.0.0.1:1/0")
+
+
+def test_retrievers_share_catalog_and_health_through_redis(redis_url):
+    from rated import Tool
+    from rated.encode.testing import HashEncoder
+    from rated.retriever import Retriever
+
+    db = f"{redis_url}#r{uuid.uuid4().hex[:8]}"
+    tools = [
+        Tool(id="mail.a", name="send_email", description="Send an email message"),
+        Tool(id="mail.b", name="email_send", description="Send an email message"),
+        Tool(id="weather", name="weather_forecast", description="Weather forecast for a city"),
+    ]
+    now = lambda: 1000.0  # noqa: E731
+    a = Retriever.from_catalog(tools, db=db, encoder=HashEncoder(64), clock=now)
+    b = Retriever.open(db, clock=now)  # a second replica
+    top = b.retrieve("send an email", k=1)[0].id
+    a.feedback(top, "tool_error", query="send an email")
+    assert b.retrieve("send an email", k=1)[0].id != top
+    a.add_tools([Tool(id="sms", name="send_sms", description="Send an SMS text message")])
+    assert b.retrieve("send an sms text message", k=1)[0].id == "sms"
+    ranking = [(h.id, h.score) for h in b.retrieve("send an email", k=4)]
+    a.close(), b.close()
+    with Retriever.open(db, clock=now) as c:
+        assert [(h.id, h.score) for h in c.retrieve("send an email", k=4)] == ranking
+        assert [r.outcome for r in c.outcomes()] == ["tool_error"]

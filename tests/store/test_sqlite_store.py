@@ -35,7 +35,8 @@ def _writer(path: str, worker: int) -> None:
 def test_concurrent_processes_lose_no_update(tmp_path):
     path = str(tmp_path / "shared.db")
     SQLiteStore(path).close()
-    ctx = mp.get_context("spawn")
+    ctx = mp.get_context("forkserver")  # real processes; the server imports once, workers fork from it
+    ctx.set_forkserver_preload(["rated.store.sqlite", "rated.store.codec"])
     procs = [ctx.Process(target=_writer, args=(path, w)) for w in range(N_PROCS)]
     for p in procs:
         p.start()
