@@ -38,7 +38,7 @@ VARIANTS: dict[str, tuple[SemanticConfig, TextConfig]] = {
             SemanticConfig(dense_weight=w, lexical="tfidf", lexical_norm="none"),
             DEFAULT_TEXT,
         )
-        for w in (0.3, 0.4, 0.5, 0.6, 0.7)
+        for w in (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
     },
     "dense+tfidf convex w=0.5, no stemming": (
         SemanticConfig(dense_weight=0.5, lexical="tfidf", lexical_norm="none", stem=False),

@@ -79,7 +79,7 @@ def _offline(args: argparse.Namespace) -> int:
             args.dataset[0], methods, split=args.split, encoder=encoder, finetuned=finetuned, progress=False
         )
     out, png = write_result(result, args.out)
-    console.print(markdown_table(result), markup=False, highlight=False)
+    console.print(markdown_table(result), markup=False, highlight=False, soft_wrap=True)
     if result.abstention:
         shown = ", ".join(f"{m} {v['auroc']:.3f}" for m, v in result.abstention.items())
         console.print(f"abstention AUROC (top-1 score, answerable vs no-correct-tool queries): {shown}")
@@ -104,7 +104,9 @@ def _ablation(args: argparse.Namespace) -> int:
     payload = {"split": args.split, "encoder": encoder.name, "selected": chosen, "results": results}
     out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     console.print("MRR per variant (gain over the best of dense, bm25, tfidf):", highlight=False)
-    console.print(ablation_table(results), markup=False, highlight=False)
-    console.print(f"selected (largest worst-case gain): {chosen}", markup=False, highlight=False)
+    console.print(ablation_table(results), markup=False, highlight=False, soft_wrap=True)
+    console.print(
+        f"selected (largest worst-case gain): {chosen}", markup=False, highlight=False, soft_wrap=True
+    )
     console.print(f"wrote {out}")
     return 0
