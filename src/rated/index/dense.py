@@ -126,4 +126,8 @@ class DenseIndex:
         """Exact inner products: ``(n_queries, n_tools)``, or only at ``positions`` when given."""
         q = np.asarray(query_vecs, dtype=np.float32)
         vecs = self._vecs if positions is None else self._vecs[positions]
+        if q.ndim == 2 and len(q) == 1:
+            # one query: a plain loop (einsum) beats BLAS here, whose thread hand-off costs milliseconds
+            # on a small, busy machine
+            return np.einsum("ij,j->i", vecs, q[0])[None, :]
         return q @ vecs.T

@@ -73,7 +73,8 @@ class TfidfIndex:
             self._vectorizer, self._matrix = None, None
             return
         self._vectorizer = TfidfVectorizer(analyzer=self._analyzer, sublinear_tf=self.sublinear_tf)
-        self._matrix = self._vectorizer.fit_transform(self._texts).tocsr()
+        # stored transposed (terms x tools, CSR) so a query row times it needs no conversion per call
+        self._matrix = self._vectorizer.fit_transform(self._texts).T.tocsr()
 
     def scores(self, query: str) -> np.ndarray:
         """Cosine of the query's TF-IDF vector with every tool's (float32 in [0, 1], aligned with ``ids``)."""
@@ -83,4 +84,4 @@ class TfidfIndex:
         if self._vectorizer is None or self._matrix is None:
             return np.zeros((len(queries), len(self._ids)), dtype=np.float32)
         q = self._vectorizer.transform(list(queries))
-        return np.asarray((q @ self._matrix.T).toarray(), dtype=np.float32)
+        return np.asarray((q.tocsr() @ self._matrix).toarray(), dtype=np.float32)
