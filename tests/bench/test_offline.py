@@ -87,3 +87,21 @@ def test_cli_bench_offline_lexical_methods(dataset_dir, tmp_path, capsys):
     assert (
         main(["bench", "offline", "--dataset", str(dataset_dir), "--methods", "nope", "--out", str(out)]) == 2
     )
+
+
+@pytest.mark.slow
+def test_default_semantic_stage_beats_every_single_baseline_on_metatool_test(tmp_path):
+    """The issue's target on the real benchmark with the embedded encoder (about 30 s on 2 cores)."""
+    from rated.bench.datasets import prepare
+    from rated.encode import default_encoder
+    from rated.paths import data_dir
+
+    if data_dir() is None or not (data_dir() / "metatool").is_dir():
+        pytest.skip("shared MetaTool data not available")
+    prepare("metatool", tmp_path / "metatool")
+    enc = CachedEncoder(default_encoder(progress=False), root=tmp_path / "emb")
+    result = run_offline(
+        tmp_path / "metatool", ["tfidf", "bm25", "dense", "semantic"], encoder=enc, n_boot=10
+    )
+    best = max(result.methods[m]["mrr"] for m in ("tfidf", "bm25", "dense"))
+    assert result.methods["semantic"]["mrr"] >= best > 0.5
