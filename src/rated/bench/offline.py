@@ -235,14 +235,19 @@ class OfflineResult:
         }
 
 
-def evaluate(ids: Sequence[str], queries: Sequence[Query], scores: ScoreStream) -> tuple[list, float]:
-    """Per-query metrics of a score stream, and the seconds spent producing and ranking the scores."""
+def evaluate(
+    ids: Sequence[str], queries: Sequence[Query], scores: ScoreStream, top1: list[float] | None = None
+) -> tuple[list, float]:
+    """Per-query metrics of a score stream, and the seconds spent producing and ranking the scores.
+    When ``top1`` is a list, each query's best score is appended to it."""
     rows = []
     start = time.perf_counter()
     id_arr = np.asarray(ids, dtype=object)
     for q, s in zip(queries, scores, strict=True):
-        ranked = id_arr[np.argsort(-np.asarray(s), kind="stable")].tolist()
-        rows.append(query_metrics(ranked, q.relevant))
+        order = np.argsort(-np.asarray(s), kind="stable")
+        rows.append(query_metrics(id_arr[order].tolist(), q.relevant))
+        if top1 is not None:
+            top1.append(float(s[order[0]]))
     return rows, time.perf_counter() - start
 
 
@@ -309,14 +314,15 @@ def run_offline(
                 ctx.query_vectors(enc, list(irrelevance))
     for name in methods:
         next(METHODS[name](ctx, texts))  # warm: build indexes, encode tools, fit the prior
-        rows, seconds = evaluate(ctx.tool_ids, queries, METHODS[name](ctx, texts))
+        top1: list[float] = []
+        rows, seconds = evaluate(ctx.tool_ids, queries, METHODS[name](ctx, texts), top1)
         results[name] = {k: round(v, 4) for k, v in summarise(rows).items()}
         rr = [r.mrr for r in rows]
         per_query[name] = rr
         ci[name] = {"mrr": [round(x, 4) for x in bootstrap_ci(rr, n_boot=n_boot)]}
         timing[name] = round(1000.0 * seconds / len(queries), 3)
         if irrelevance and name in ABSOLUTE:
-            top_pos = np.array([float(np.max(s)) for s in METHODS[name](ctx, texts)])
+            top_pos = np.array(top1)
             top_neg = np.array([float(np.max(s)) for s in METHODS[name](ctx, list(irrelevance))])
             abstention[name] = {"auroc": round(_auroc(top_pos, top_neg), 4), "n_irrelevant": len(irrelevance)}
     for label, enc in (("encode_query", encoder), ("encode_query_finetuned", finetuned)):
