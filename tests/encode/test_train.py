@@ -26,6 +26,19 @@ TOPICS = {
 }
 
 
+# words users say, disjoint from the descriptions: only training can link them to the tools
+QUERY_WORDS = {
+    "weather": "umbrella drizzle chilly humid storm",
+    "email": "write boss colleague reply note",
+    "stocks": "invest nasdaq portfolio dividend earnings",
+    "music": "listen tune jazz concert beats",
+    "maps": "navigate highway lost nearest walk",
+    "recipes": "bake soup vegan lasagna oven",
+    "flights": "fly paris layover boarding seat",
+    "news": "happening world politics latest report",
+}
+
+
 def _tools():
     tools = [Tool(id=k, name=k, description=v) for k, v in TOPICS.items()]
     tools.append(
@@ -119,7 +132,7 @@ def tiny_base(tmp_path_factory):
     root = tmp_path_factory.mktemp("tiny")
     hf = root / "hf"
     hf.mkdir()
-    corpus = [f"{k} {v} {k}" for k, v in TOPICS.items()] + ["what is the how do i can you please find me a"]
+    corpus = [f"{k} {v} {QUERY_WORDS[k]}" for k, v in TOPICS.items()] + ["please schedule a meeting calendar"]
     wp = BertWordPieceTokenizer(lowercase=True)
     wp.train_from_iterator(corpus, vocab_size=300, min_frequency=1)
     BertTokenizerFast(tokenizer_object=wp._tokenizer).save_pretrained(str(hf))
@@ -144,8 +157,8 @@ def tiny_base(tmp_path_factory):
 def _queries(n_per_tool, seed):
     rng = random.Random(seed)
     out = []
-    for k, v in TOPICS.items():
-        words = v.split()
+    for k in TOPICS:
+        words = QUERY_WORDS[k].split()
         for i in range(n_per_tool):
             out.append((" ".join(rng.sample(words, 3)) + " please", k, i))
     return out
@@ -208,3 +221,54 @@ def test_early_stopping_keeps_the_best_weights(tiny_base, tmp_path):
     assert res.stopped_early and res.steps < 5 * 4
     assert res.best_val_mrr >= res.base_val_mrr
     assert (tmp_path / "m" / "model.safetensors").is_file() and not (tmp_path / "m" / "model.onnx").exists()
+
+
+@pytest.mark.train
+def test_train_cli_with_pairs_and_a_real_dataset(tiny_base, tmp_path, capsys):
+    from rated.bench.dataset import Dataset, Query, save_dataset
+    from rated.catalog.loaders import save_catalog
+    from rated.cli import main
+    from rated.synth.records import write_pairs
+
+    tools = [Tool(id=k, name=k, description=v) for k, v in TOPICS.items()]
+    recs = [SynthQuery(f"{k}#{i}", q, k, k, split="val" if i == 0 else "train") for q, k, i in _queries(4, 0)]
+    write_pairs(recs, tmp_path / "syn.jsonl")
+    save_catalog(tools, tmp_path / "syn.tools.jsonl")
+    extra_tool = Tool(id="calendar", name="calendar", description="calendar event meeting schedule")
+    real = [Query(f"r{i}", f"schedule a meeting {i}", ("calendar",), "train") for i in range(3)]
+    real.append(Query("r-test", "never trained on", ("calendar",), "test"))
+    save_dataset(Dataset("toy", [*tools, extra_tool], real), tmp_path / "toy")
+    out = tmp_path / "model"
+    argv = [
+        "train",
+        "--pairs",
+        str(tmp_path / "syn.jsonl"),
+        "--also",
+        str(tmp_path / "toy"),
+        "--out",
+        str(out),
+        "--base",
+        str(tiny_base),
+        "--batch-size",
+        "4",
+        "--max-seq-length",
+        "32",
+        "--max-steps",
+        "3",
+        "--patience",
+        "10",
+        "--json",
+    ]
+    assert main(argv) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["rows"] == 8 * 3 + 3 and res["val_queries"] == 8 and res["steps"] == 3
+    assert res["onnx_min_cosine"] >= 0.999
+    card = (out / "README.md").read_text()
+    assert "synthetic pairs" in card and "real queries (toy)" in card and "test queries never used" in card
+
+
+def test_train_cli_needs_data(tmp_path, capsys):
+    from rated.cli import main
+
+    assert main(["train", "--out", str(tmp_path / "m")]) == 2
+    assert "nothing to train on" in capsys.readouterr().err

@@ -6,14 +6,16 @@ from the log on every run, so changing a filter setting never needs the LLM agai
 
 from __future__ import annotations
 
+import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from rated.catalog.loaders import save_catalog
 from rated.catalog.schema import Tool
 from rated.catalog.text import tool_text
 from rated.encode.base import Encoder
@@ -26,7 +28,15 @@ from rated.synth.records import SynthQuery, write_pairs
 from rated.synth.splits import assign_splits
 from rated.synth.writer import GenerationLog
 
-__all__ = ["SynthConfig", "SynthStats", "build_pairs", "generate_missing", "synthesize"]
+__all__ = [
+    "SynthConfig",
+    "SynthStats",
+    "build_pairs",
+    "generate_missing",
+    "sample_tools",
+    "synthesize",
+    "tools_path",
+]
 
 
 @dataclass(frozen=True)
@@ -220,9 +230,14 @@ def synthesize(
     encoder: Encoder | None = None,
     config: SynthConfig | None = None,
     log_path: str | Path | None = None,
+    only: Collection[str] | None = None,
     progress: bool = False,
 ) -> SynthStats:
-    """Generate (resuming from ``log_path``, default ``OUT.log.jsonl``), filter, add negatives, write."""
+    """Generate (resuming from ``log_path``, default ``OUT.log.jsonl``), filter, add negatives, write.
+
+    Queries are generated for the tools whose ids are in ``only`` (all by default); negatives, the
+    consistency filter and ``OUT``'s sibling ``.tools.jsonl`` always use the whole catalog ``tools``.
+    """
     cfg = config or SynthConfig()
     if not tools:
         raise ConfigError("no tools to generate queries for")
@@ -232,10 +247,26 @@ def synthesize(
         raise ConfigError(f"duplicate tool id {dup!r} in the catalog")
     out = Path(out)
     log_file = Path(log_path) if log_path else out.with_name(out.name + ".log.jsonl")
+    targets = list(tools) if only is None else [t for t in tools if t.id in set(only)]
     with GenerationLog(log_file) as log:
         stats = generate_missing(
-            tools, generator, log, queries_per_tool=cfg.queries_per_tool, progress=progress
+            targets, generator, log, queries_per_tool=cfg.queries_per_tool, progress=progress
         )
         records, stats = build_pairs(tools, log, encoder, cfg, stats)
     write_pairs(records, out)
+    save_catalog(tools, tools_path(out))
     return stats
+
+
+def tools_path(pairs: str | Path) -> Path:
+    """Where ``synthesize`` keeps the catalog its pairs refer to: ``syn.jsonl`` -> ``syn.tools.jsonl``."""
+    p = Path(pairs)
+    stem = p.name[: -len(".jsonl")] if p.name.endswith(".jsonl") else p.name
+    return p.with_name(stem + ".tools.jsonl")
+
+
+def sample_tools(tools: Sequence[Tool], limit: int, seed: int = 0) -> list[Tool]:
+    """A seeded random subset of ``limit`` tools (all of them when ``limit`` is 0 or large enough)."""
+    if limit <= 0 or limit >= len(tools):
+        return list(tools)
+    return random.Random(seed).sample(list(tools), limit)
