@@ -82,7 +82,7 @@ def _offline(args: argparse.Namespace) -> int:
     console.print(markdown_table(result), markup=False, highlight=False, soft_wrap=True)
     if result.abstention:
         shown = ", ".join(f"{m} {v['auroc']:.3f}" for m, v in result.abstention.items())
-        console.print(f"abstention AUROC (top-1 score, answerable vs no-correct-tool queries): {shown}")
+        console.print(f"abstention AUROC (top-1 score, answerable vs not): {shown}", soft_wrap=True)
     console.print(f"wrote {out} and {png}")
     return 0
 
