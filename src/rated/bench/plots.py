@@ -32,7 +32,7 @@ def grouped_bars(
     for j, metric in enumerate(metrics):
         heights = [values[m].get(metric, 0.0) for m in methods]
         yerr = None
-        if errors is not None:
+        if errors is not None and any(metric in errors.get(m, {}) for m in methods):
             lo = [
                 heights[i] - errors.get(m, {}).get(metric, (heights[i], heights[i]))[0]
                 for i, m in enumerate(methods)
