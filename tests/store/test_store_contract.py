@@ -163,3 +163,24 @@ def test_clear_drops_catalog_config_and_state_but_keeps_the_log(store):
     assert store.get_meta() == {} and store.load_states() == {}
     assert len(store.outcomes()) == 1
     assert store.catalog_version() > v
+
+
+def test_redis_store_names_the_extra_when_the_client_is_missing(monkeypatch):
+    import sys
+
+    from rated.errors import StoreError
+    from rated.store.redis import RedisStore
+
+    monkeypatch.setitem(sys.modules, "redis", None)  # "import redis" now fails
+    with pytest.raises(StoreError, match=r"rated\[redis\]"):
+        RedisStore("redis://127.0.0.1:6379/0")
+
+
+def test_open_store_picks_the_backend(tmp_path):
+    from rated.store.open import open_store
+
+    assert isinstance(open_store(None), MemoryStore)
+    s = open_store(tmp_path / "x.db", durability="full")
+    assert isinstance(s, SQLiteStore) and s.durability == "full"
+    assert open_store(s) is s
+    s.close()
