@@ -216,7 +216,8 @@ class Retriever:
             store.set_meta(meta.to_dict())
             return cls(store, encoder, policy, meta, clock=clock)
         except BaseException:
-            store.close()
+            if store is not db:  # a store the caller passed stays theirs
+                store.close()
             raise
 
     @classmethod
@@ -248,7 +249,8 @@ class Retriever:
                 policy = _build_policy(meta.policy, meta.policy_params)
             return cls(store, encoder, policy, meta, clock=clock)
         except BaseException:
-            store.close()
+            if store is not db:  # a store the caller passed stays theirs
+                store.close()
             raise
 
     # ---- retrieval ---------------------------------------------------------------------------------
