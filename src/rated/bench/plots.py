@@ -90,7 +90,8 @@ def success_curves(
     if title:
         ax.set_title(title)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", ncol=2, loc="lower left")
+    if curves:
+        ax.legend(fontsize="small", ncol=2, loc="lower left")
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -38,6 +38,7 @@ multiplies all of them.
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 from typing import ClassVar
 
@@ -53,8 +54,20 @@ __all__ = ["FIELDS", "PROVIDER_PREFIX", "RatedPolicy"]
 PROVIDER_PREFIX = "provider:"  # state key of a provider's shared component
 #: scalar fields of a state row (tools and providers share the layout); ``beta`` is stored minus
 #: ``down_prior`` and ``rate`` is 1 / the belief's current half-life.
-FIELDS = ("t_fade", "t_obs", "s", "f", "beta", "rate", "streak", "blocked_until", "t_seen", "calls")
-T_FADE, T_OBS, S, F, BETA, RATE, STREAK, BLOCKED, T_SEEN, CALLS = range(len(FIELDS))
+FIELDS = (
+    "t_fade",
+    "t_obs",
+    "s",
+    "f",
+    "beta",
+    "rate",
+    "streak",
+    "blocked_until",
+    "t_seen",
+    "calls",
+    "last_tool",
+)
+T_FADE, T_OBS, S, F, BETA, RATE, STREAK, BLOCKED, T_SEEN, CALLS, LAST_TOOL = range(len(FIELDS))
 _KINDS = (OutcomeKind.TOOL_ERROR, OutcomeKind.TIMEOUT, OutcomeKind.AUTH_ERROR, OutcomeKind.RATE_LIMITED)
 
 
@@ -85,6 +98,7 @@ class RatedPolicy(BasePolicy):
         ridge: float = 1.0,
         prior_strength: float = 2.0,
         prior_weight: float = 0.0,
+        noise_evidence: float = 10.0,
         half_life: float = 2000.0,
         contextual: bool = True,
         down_prior: float = 0.05,
@@ -106,6 +120,7 @@ class RatedPolicy(BasePolicy):
         self.w1, self.w2, self.w3 = float(w1), float(w2), float(w3)
         self.alpha, self.gamma, self.ridge = float(alpha), float(gamma), float(ridge)
         self.prior_strength, self.prior_weight = float(prior_strength), float(prior_weight)
+        self.noise_evidence = float(noise_evidence)
         self.half_life, self.contextual = float(half_life), bool(contextual)
         self.down_prior, self.gate = float(down_prior), float(gate)
         self.noise_tool_error, self.noise_timeout = float(noise_tool_error), float(noise_timeout)
@@ -126,7 +141,7 @@ class RatedPolicy(BasePolicy):
         self._max_rec = self.max_recover * ts
         self._up0 = 1.0 - self.down_prior
         self._avail_norm = 1.0 / self._up0**2  # an unobserved tool has normalised availability 1
-        self._rows = KeyedRows(np.array([0, 0, 0, 0, 0, 0, 0, -math.inf, -math.inf, 0], dtype=np.float64))
+        self._rows = KeyedRows(np.array([0, 0, 0, 0, 0, 0, 0, -math.inf, -math.inf, 0, -1], dtype=np.float64))
         self._dim: int | None = None
         self._suspects: dict[str, None] = {}  # tools last seen failing: what probes look at
 
@@ -134,6 +149,7 @@ class RatedPolicy(BasePolicy):
         weights = (self.w1, self.w2, self.w3)
         bad = [] if min(weights) >= 0 and sum(weights) > 0 else [f"w1, w2, w3 = {weights}"]
         positive = (
+            "noise_evidence",
             "ridge",
             "prior_strength",
             "half_life",
@@ -262,7 +278,7 @@ class RatedPolicy(BasePolicy):
         fade = self._fade_row(sc, now)
         if not feedback.probe:
             sc[CALLS] += 1.0
-        chronic = sc[F] / (sc[S] + sc[F] + self.prior_strength)  # the tool's own unexplained failure rate
+        chronic = sc[F] / (sc[S] + sc[F] + self.noise_evidence)  # the tool's own unexplained failure rate
         weight = self._update_belief(sc, now, kind, chronic, self._noise)
         y = 1.0 if outcome.is_success else 0.0
         mean = (sc[S] + 0.5) / (sc[S] + sc[F] + 1.0)
@@ -288,7 +304,12 @@ class RatedPolicy(BasePolicy):
             psc = self._rows.scalars[pr]
             psc[T_SEEN] = max(psc[T_SEEN], now)
             self._fade_row(psc, now)
-            self._update_belief(psc, now, kind, 0.0, self._provider_noise)
+            tool_code = float(zlib.crc32(tool.encode()))
+            if (
+                outcome.is_success or psc[LAST_TOOL] != tool_code
+            ):  # the same tool failing again says nothing new
+                self._update_belief(psc, now, kind, 0.0, self._provider_noise)
+            psc[LAST_TOOL] = -1.0 if outcome.is_success else tool_code
             psc[S] = g * psc[S] + weight * y
             psc[F] = g * psc[F] + weight * (1.0 - y)
 

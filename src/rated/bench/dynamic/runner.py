@@ -217,6 +217,7 @@ class Prepared:
     scenario: ScenarioConfig
     runs: list[SeedRun]
     notes: list[str]
+    window: int  # trailing window of the adaptation metrics and curves (scaled with a scaled stream)
 
 
 def prepare(env: Env, cfg: BenchConfig, retrievers: Sequence[str]) -> Prepared:
@@ -245,7 +246,8 @@ def prepare(env: Env, cfg: BenchConfig, retrievers: Sequence[str]) -> Prepared:
                 steps[r] = (before, build_steps(env.pool, tables[r], cfg.k))
         oracles = {r: oracle_trace(env.pool, stream, scenario, draws, *steps[r]) for r in retrievers}
         runs.append(SeedRun(seed, stream, scenario, draws, steps, oracles))
-    return Prepared(env, cfg, scen_cfg, runs, notes)
+    window = max(2, min(cfg.window, round(cfg.window * scen_cfg.steps / cfg.scenario.steps)))
+    return Prepared(env, cfg, scen_cfg, runs, notes, window)
 
 
 def run_method(prep: Prepared, spec: MethodSpec, run: SeedRun) -> RunTrace:
@@ -303,11 +305,11 @@ def run_benchmark(
         all_methods[lab] = MethodSpec(lab, "oracle", r, {})
     return BenchResult(
         dataset=env.name,
-        config=replace(cfg, scenario=prep.scenario),
+        config=replace(cfg, scenario=prep.scenario, window=prep.window),
         methods=all_methods,
         per_seed=per_seed,
         curves={k: np.mean(v, axis=0) for k, v in curve_acc.items()},
-        curve_steps=np.arange(cfg.window - 1, prep.scenario.steps, cfg.curve_stride),
+        curve_steps=np.arange(prep.window - 1, prep.scenario.steps, _stride(prep)),
         repetition=[repetition_rate(r.stream) for r in prep.runs],
         scenario_info=[r.scenario.info for r in prep.runs],
         seconds=seconds,
@@ -319,7 +321,7 @@ def _row(trace: RunTrace, oracle: RunTrace, prep: Prepared) -> dict[str, Any]:
     onset = prep.scenario.onset
     row: dict[str, Any] = dict(
         summarise_run(
-            trace.success, trace.faults, oracle.success, onset, prep.scenario.failure_rate, prep.cfg.window
+            trace.success, trace.faults, oracle.success, onset, prep.scenario.failure_rate, prep.window
         )
     )
     row["top_failing_rate"] = float(np.mean(trace.top_failing[onset:]))
@@ -338,6 +340,10 @@ def _collect(
     prep: Prepared,
 ) -> None:
     per_seed[label].append(_row(trace, oracle, prep))
-    w = prep.cfg.window
+    w = prep.window
     tr = trailing(trace.success, w) if len(trace.success) >= w else np.zeros(0)
-    curves[label].append(tr[:: prep.cfg.curve_stride])
+    curves[label].append(tr[:: _stride(prep)])
+
+
+def _stride(prep: Prepared) -> int:
+    return max(1, min(prep.cfg.curve_stride, prep.scenario.steps // 100))

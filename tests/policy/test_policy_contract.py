@@ -1,0 +1,173 @@
+"""Checks every registered re-ranker must pass (river's contract-test pattern)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rated.errors import ConfigError
+from rated.outcome import Outcome
+from rated.policy import POLICIES, BasePolicy, Candidates, Feedback, Policy, make_policy
+from rated.store.codec import decode_state, encode_state
+
+NAMES = sorted(POLICIES)
+IDS = ("a", "b", "c", "d")
+PROVIDERS = ("p1", "p1", "p2", "p3")
+DIM = 16
+
+
+def _ctx(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def _cands(now: float, seed: int = 0, semantic=(0.70, 0.66, 0.62, 0.40)) -> Candidates:
+    return Candidates(IDS, np.array(semantic), np.array([0.8, 0.6, 0.7, 0.9]), PROVIDERS, _ctx(seed), now)
+
+
+def _history(policy: BasePolicy) -> None:
+    """A mixed history: successes, every tool-side error kind, a rate limit with a hint."""
+    kinds = ["success", "tool_error", "timeout", "success", "auth_error", "tool_error", "success"]
+    for t, kind in enumerate(kinds):
+        tool = IDS[t % 3]
+        policy.learn(Feedback(tool, Outcome.of(kind), float(t), _ctx(t), PROVIDERS[IDS.index(tool)]))
+    policy.learn(Feedback("c", Outcome.of("rate_limited", retry_after=5.0), 8.0, _ctx(8), "p2"))
+
+
+@pytest.fixture(params=NAMES)
+def name(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def test_implements_protocol(name: str) -> None:
+    policy = make_policy(name)
+    assert isinstance(policy, Policy)
+    assert isinstance(policy, BasePolicy)
+
+
+def test_clone_is_untrained_with_same_params(name: str) -> None:
+    fresh = make_policy(name)
+    trained = make_policy(name)
+    _history(trained)
+    clone = trained.clone()
+    assert clone.get_params() == trained.get_params()
+    assert list(clone.all_state_keys()) == []
+    c = _cands(20.0)
+    np.testing.assert_array_equal(clone.rank(c).order, fresh.rank(c).order)
+    np.testing.assert_allclose(clone.rank(c).scores, fresh.rank(c).scores)
+
+
+def test_same_settings_same_history_same_ranking(name: str) -> None:
+    p1, p2 = make_policy(name), make_policy(name)
+    _history(p1)
+    _history(p2)
+    for now in (9.0, 50.0, 5000.0):
+        r1, r2 = p1.rank(_cands(now, seed=3)), p2.rank(_cands(now, seed=3))
+        np.testing.assert_array_equal(r1.order, r2.order)
+        np.testing.assert_array_equal(r1.scores, r2.scores)
+
+
+def test_learn_touches_only_its_keys(name: str) -> None:
+    policy = make_policy(name)
+    _history(policy)
+    before = {k: policy.get_state(k) for k in policy.all_state_keys()}
+    fb = Feedback("d", Outcome.of("tool_error"), 30.0, _ctx(30), "p3")
+    policy.learn(fb)
+    allowed = set(policy.state_keys(fb))
+    for key in set(before) | set(policy.all_state_keys()):
+        if key in allowed:
+            continue
+        old, new = before.get(key), policy.get_state(key)
+        assert (old is None) == (new is None), key
+        if old is not None:
+            assert old.keys() == new.keys()
+            for arr in old:
+                np.testing.assert_array_equal(old[arr], new[arr], err_msg=f"{name}: {key}.{arr} changed")
+
+
+def test_caller_errors_never_count(name: str) -> None:
+    policy = make_policy(name)
+    before = policy.rank(_cands(1.0))
+    for t in range(20):
+        policy.learn(Feedback("a", Outcome.of("caller_error"), float(t), _ctx(t), "p1"))
+    after = policy.rank(_cands(21.0))
+    assert list(policy.all_state_keys()) == []
+    np.testing.assert_array_equal(before.order, after.order)
+    assert bool(after.healthy[0])
+
+
+def test_ranking_never_empty_and_fails_open(name: str) -> None:
+    policy = make_policy(name)
+    for t in range(30):
+        for i, tool in enumerate(IDS):
+            policy.learn(Feedback(tool, Outcome.of("auth_error"), float(t), _ctx(i), PROVIDERS[i]))
+    ranking = policy.rank(_cands(31.0))
+    assert sorted(ranking.order.tolist()) == [0, 1, 2, 3]
+    assert ranking.scores.shape == (4,) and np.isfinite(ranking.scores).all()
+    if not ranking.healthy.any():
+        assert ranking.degraded
+
+
+def test_nan_inputs_rejected(name: str) -> None:
+    with pytest.raises(ConfigError):
+        Candidates(IDS, np.array([0.5, math.nan, 0.1, 0.2]), np.full(4, 0.5), PROVIDERS, None, 0.0)
+    with pytest.raises(ConfigError):
+        Candidates(IDS, np.full(4, 0.5), np.array([0.5, 0.1, np.inf, 0.2]), PROVIDERS, None, 0.0)
+    bad_ctx = _ctx(0).copy()
+    bad_ctx[3] = np.nan
+    with pytest.raises(ConfigError):
+        Candidates(IDS, np.full(4, 0.5), np.full(4, 0.5), PROVIDERS, bad_ctx, 0.0)
+    with pytest.raises(ConfigError):
+        Outcome.of("rate_limited", retry_after=math.nan)
+
+
+def test_state_round_trip_gives_same_ranking(name: str) -> None:
+    trained = make_policy(name)
+    _history(trained)
+    restored = make_policy(name)
+    for key in trained.all_state_keys():
+        state = trained.get_state(key)
+        assert state is not None
+        assert all(isinstance(v, np.ndarray) and v.dtype.kind in "fiub" for v in state.values())
+        restored.set_state(key, decode_state(encode_state(state)))  # through the store's codec
+    assert sorted(restored.all_state_keys()) == sorted(trained.all_state_keys())
+    for now in (9.0, 12.0, 400.0, 10_000.0):
+        r1, r2 = trained.rank(_cands(now, seed=1)), restored.rank(_cands(now, seed=1))
+        np.testing.assert_array_equal(r1.order, r2.order)
+        np.testing.assert_allclose(r1.scores, r2.scores, rtol=1e-6, atol=1e-7)
+    # and learning continues identically from the restored state
+    fb = Feedback("b", Outcome.of("timeout"), 13.0, _ctx(13), "p1")
+    trained.learn(fb)
+    restored.learn(fb)
+    np.testing.assert_allclose(
+        trained.rank(_cands(14.0)).scores, restored.rank(_cands(14.0)).scores, rtol=1e-6
+    )
+
+
+def test_set_state_none_forgets(name: str) -> None:
+    policy = make_policy(name)
+    _history(policy)
+    for key in list(policy.all_state_keys()):
+        policy.set_state(key, None)
+    assert list(policy.all_state_keys()) == []
+    fresh = make_policy(name)
+    np.testing.assert_allclose(policy.rank(_cands(20.0)).scores, fresh.rank(_cands(20.0)).scores)
+
+
+def test_probe_targets_are_known_tools(name: str) -> None:
+    policy = make_policy(name)
+    _history(policy)
+    targets = policy.probe_targets(10.0, 2)
+    assert len(targets) <= 2
+    assert set(targets) <= set(IDS)
+    if not policy.uses_probes:
+        assert targets == []
+
+
+def test_unknown_policy_and_bad_params() -> None:
+    with pytest.raises(ConfigError, match="unknown policy"):
+        make_policy("nope")
+    with pytest.raises(ConfigError, match="bad parameters"):
+        make_policy("breaker", not_a_param=1)
