@@ -33,3 +33,7 @@ def test_import_has_no_logging_or_env_side_effects() -> None:
     assert env_same is True
     assert torch_loaded is False
     assert os.environ is not None
+
+
+def test_the_facade_is_exported() -> None:
+    assert {"Retriever", "Hit", "ToolHealth", "Tool", "Outcome", "Policy"} <= set(rated.__all__)

@@ -19,6 +19,7 @@ from rated.errors import (
 )
 from rated.outcome import Outcome, OutcomeKind
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking
+from rated.retriever import Hit, Retriever, ToolHealth
 
 __version__ = "0.1.0"
 
@@ -31,6 +32,7 @@ __all__ = [
     "ConfigError",
     "DataError",
     "Feedback",
+    "Hit",
     "IndexFormatError",
     "ModelError",
     "Outcome",
@@ -40,9 +42,11 @@ __all__ = [
     "QueryError",
     "Ranking",
     "RatedError",
+    "Retriever",
     "StoreBusyError",
     "StoreError",
     "Tool",
+    "ToolHealth",
     "UnknownToolError",
     "__version__",
 ]
