@@ -15,20 +15,23 @@ from rated.index.semantic import SemanticConfig
 __all__ = ["BASELINES", "VARIANTS", "ablation_table", "select_default"]
 
 PLAIN_TEXT = TextConfig(parameters=False, provider=False, tags=False)
+# every variant names its lexical side in full, so a change of the default cannot change a row
+BM25_MAX = {"lexical": "bm25", "lexical_norm": "max"}
+TFIDF = {"lexical": "tfidf", "lexical_norm": "none"}
 BASELINES = ("dense", "bm25", "tfidf")
 
 VARIANTS: dict[str, tuple[SemanticConfig, TextConfig]] = {
     "dense (name+description text)": (SemanticConfig(dense_weight=1.0, lexical="none"), PLAIN_TEXT),
     "dense": (SemanticConfig(dense_weight=1.0, lexical="none"), DEFAULT_TEXT),
-    "bm25": (SemanticConfig(dense_weight=0.0), DEFAULT_TEXT),
+    "bm25": (SemanticConfig(dense_weight=0.0, **BM25_MAX), DEFAULT_TEXT),
     "tfidf": (SemanticConfig(dense_weight=0.0, lexical="tfidf", lexical_norm="none"), DEFAULT_TEXT),
     **{
-        f"dense+bm25 convex max-norm w={w}": (SemanticConfig(dense_weight=w), DEFAULT_TEXT)
+        f"dense+bm25 convex max-norm w={w}": (SemanticConfig(dense_weight=w, **BM25_MAX), DEFAULT_TEXT)
         for w in (0.5, 0.7, 0.8, 0.9)
     },
     **{
         f"dense+bm25 convex bound-norm w={w}": (
-            SemanticConfig(dense_weight=w, lexical_norm="bound"),
+            SemanticConfig(dense_weight=w, lexical="bm25", lexical_norm="bound"),
             DEFAULT_TEXT,
         )
         for w in (0.3, 0.5, 0.7)
@@ -49,7 +52,7 @@ VARIANTS: dict[str, tuple[SemanticConfig, TextConfig]] = {
         PLAIN_TEXT,
     ),
     **{
-        f"dense+bm25 RRF w={w}": (SemanticConfig(dense_weight=w, fusion="rrf"), DEFAULT_TEXT)
+        f"dense+bm25 RRF w={w}": (SemanticConfig(dense_weight=w, fusion="rrf", **BM25_MAX), DEFAULT_TEXT)
         for w in (0.5, 0.7)
     },
 }
