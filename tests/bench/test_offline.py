@@ -105,3 +105,17 @@ def test_default_semantic_stage_beats_every_single_baseline_on_metatool_test(tmp
     )
     best = max(result.methods[m]["mrr"] for m in ("tfidf", "bm25", "dense"))
     assert result.methods["semantic"]["mrr"] >= best > 0.5
+
+
+def test_select_default_maximises_the_worst_case_gain_over_the_best_baseline():
+    from rated.bench.ablation import ablation_table, select_default
+
+    def row(mrr):
+        return {"mrr": mrr}
+
+    results = {
+        "a": {"dense": row(0.5), "bm25": row(0.7), "tfidf": row(0.6), "x": row(0.9), "y": row(0.72)},
+        "b": {"dense": row(0.6), "bm25": row(0.4), "tfidf": row(0.4), "x": row(0.55), "y": row(0.62)},
+    }
+    assert select_default(results) == "y"  # x wins big on a but loses on b
+    assert "| y | 0.720 (+0.020) | 0.620 (+0.020) |" in ablation_table(results)
