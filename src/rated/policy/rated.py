@@ -366,10 +366,12 @@ class RatedPolicy(BasePolicy):
         keys = list(self._suspects)
         sc = self._rows.scalars.take([self._rows.index[k] for k in keys], axis=0)
         belief = self.down_prior + sc[:, BETA] * np.exp2(-np.maximum(now - sc[:, T_OBS], 0.0) * sc[:, RATE])
-        suspect = (belief > 2.0 * self.down_prior) | (sc[:, BLOCKED] > now)
+        blocked = sc[:, BLOCKED] > now
+        suspect = (belief > 2.0 * self.down_prior) | blocked
         for key, keep in zip(keys, suspect.tolist(), strict=True):
             if not keep:
                 del self._suspects[key]
+        suspect &= ~blocked  # a rate limit said when it ends: no need to ask
         calls = sc[:, CALLS] * np.exp2(-np.maximum(now - sc[:, T_FADE], 0.0) * self._inv_hl)
         priority = np.where(suspect, (calls + 1.0) * np.maximum(now - sc[:, T_SEEN], 0.0), -1.0)
         order = np.argsort(-priority, kind="stable")[: int(budget)]

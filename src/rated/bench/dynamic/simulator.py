@@ -92,7 +92,7 @@ class Pool:
 
 @dataclass
 class Step:
-    """One query's candidates, pre-built once: what ``Candidates`` needs except the time."""
+    """One query's candidates, validated once; ``at(now)`` stamps the time without re-validating."""
 
     positions: np.ndarray
     tool_ids: tuple[str, ...]
@@ -100,6 +100,18 @@ class Step:
     prior: np.ndarray
     providers: tuple[str, ...]
     context: np.ndarray | None
+    _fields: dict[str, object] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        checked = Candidates(self.tool_ids, self.semantic, self.prior, self.providers, self.context, 0.0)
+        self._fields = dict(checked.__dict__)
+
+    def at(self, now: float) -> Candidates:
+        """The candidates at time ``now`` (a copy of the checked object: the hot loop skips validation)."""
+        c = object.__new__(Candidates)
+        c.__dict__.update(self._fields)
+        c.__dict__["now"] = now
+        return c
 
 
 def build_steps(pool: Pool, table: CandidateTable, k: int, present: np.ndarray | None = None) -> list[Step]:
@@ -169,9 +181,7 @@ def run_policy(
     for t in range(T):
         q = int(stream[t])
         st = _steps_at(t, steps_before, steps_after, scenario.add_at)[q]
-        ranking = policy.rank(
-            Candidates(st.tool_ids, st.semantic, st.prior, st.providers, st.context, float(t))
-        )
+        ranking = policy.rank(st.at(float(t)))
         degraded += ranking.degraded
         order = ranking.order
         relevant = pool.relevant[q]
