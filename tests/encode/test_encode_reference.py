@@ -49,7 +49,7 @@ def test_quantized_minilm_stays_close(minilm_dir, reference):
     texts, expected, _ = reference
     got = OnnxEncoder.load(minilm_dir, quantized=True).encode_tools(texts)
     cos = (got * expected).sum(1)
-    assert cos.min() >= 0.97 and cos.mean() >= 0.985, dict(zip(texts, cos.round(4), strict=True))
+    assert cos.min() >= 0.95 and cos.mean() >= 0.985, dict(zip(texts, cos.round(4), strict=True))
 
 
 @pytest.mark.slow

@@ -1,13 +1,17 @@
 """Opt-in int8 copy of a model folder's ONNX graph (dynamic quantization, per-channel int8 weights).
 
-Faster for single queries on CPUs with int8 dot-product instructions, but embeddings drift slightly from
-the float model (cosine about 0.98-0.995 per text), so it is never the default.
+About 2x faster on CPUs with int8 dot-product instructions, but embeddings drift from the float model
+(cosine 0.97-0.9999 per text, mean about 0.993; retrieval quality on MetaTool was unchanged), so it fails
+the 0.999 agreement bar and is never the default.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from rated.errors import ModelError
@@ -15,6 +19,24 @@ from rated.errors import ModelError
 __all__ = ["QUANTIZED_NAME", "quantize_onnx", "quantized_model_path"]
 
 QUANTIZED_NAME = "model.int8.onnx"
+
+
+@contextlib.contextmanager
+def _quiet_onnxruntime_warnings() -> Iterator[None]:
+    """onnxruntime's quantizer warns through the root logger, which would also install a handler there."""
+    root = logging.getLogger()
+    handler = logging.NullHandler() if not root.handlers else None
+    drop = logging.Filter()
+    drop.filter = lambda record: "onnxruntime" not in record.pathname  # type: ignore[method-assign]
+    if handler is not None:
+        root.addHandler(handler)
+    root.addFilter(drop)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
+        if handler is not None:
+            root.removeHandler(handler)
 
 
 def quantize_onnx(src: Path, dest: Path) -> Path:
@@ -25,14 +47,15 @@ def quantize_onnx(src: Path, dest: Path) -> Path:
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
     os.close(fd)
     try:
-        quantize_dynamic(
-            str(src),
-            tmp,
-            per_channel=True,
-            weight_type=QuantType.QInt8,
-            op_types_to_quantize=["MatMul", "Attention"],
-            extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-        )
+        with _quiet_onnxruntime_warnings():
+            quantize_dynamic(
+                str(src),
+                tmp,
+                per_channel=True,
+                weight_type=QuantType.QInt8,
+                op_types_to_quantize=["MatMul", "Attention"],
+                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+            )
         os.replace(tmp, dest)
     except Exception as exc:
         raise ModelError(f"cannot quantise {src}: {exc}") from None
