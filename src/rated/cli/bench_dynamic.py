@@ -50,6 +50,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="methods (name or name@retriever); the oracle is always added",
     )
     dyn.add_argument("--tune", action="store_true", help="tune every method on validation seeds first")
+    dyn.add_argument(
+        "--fixed",
+        nargs="+",
+        default=[],
+        metavar="LABEL",
+        help="with --tune: methods (by label) kept at their given settings",
+    )
     dyn.add_argument("--tuned", type=Path, help="JSON written by 'rated bench tune': settings to use")
     dyn.add_argument("--plot", type=Path, help="PNG of the success curves (default: next to --out)")
     dyn.set_defaults(handler=_dynamic)
@@ -223,8 +230,9 @@ def _specs(args: argparse.Namespace, tuned: dict[str, dict[str, Any]] | None = N
     for text in args.methods:
         if text.startswith("oracle"):
             continue
-        params = {**(tuned or {}).get(text, {}), **sets.get(text, {})}
-        specs.append(MethodSpec.parse(text, args.retriever, params))
+        spec = MethodSpec.parse(text, args.retriever)
+        params = {**(tuned or {}).get(spec.label, {}), **sets.get(spec.label, {})}
+        specs.append(MethodSpec(spec.label, spec.policy, spec.retriever, params))
     return specs
 
 
@@ -281,7 +289,8 @@ def _dynamic(args: argparse.Namespace) -> int:
     with _Progress("preparing the benchmark") as progress:
         env = _env(args)
         if args.tune:
-            tuning = _run_tuning(args, env, _specs(args), progress)
+            fixed = set(args.fixed)
+            tuning = _run_tuning(args, env, [s for s in _specs(args) if s.label not in fixed], progress)
             tuned = {m: v["params"] for m, v in tuning["methods"].items()}
         result = run_benchmark(env, _config(args, args.validation), _specs(args, tuned), on_progress=progress)
     report = to_json(result, tuning)

@@ -69,8 +69,12 @@ class MethodSpec:
 
     @classmethod
     def parse(cls, text: str, default_retriever: str, params: Mapping[str, Any] | None = None) -> MethodSpec:
-        """``name`` or ``name@retriever`` (e.g. ``static@bm25``)."""
-        name, _, retriever = text.partition("@")
+        """``[label=]name[@retriever]``: ``static@bm25``, or ``rated_fixed=rated`` (a second, differently
+        configured copy of a method under its own label)."""
+        label, eq, rest = text.partition("=")
+        if not eq:
+            label, rest = text, text
+        name, _, retriever = rest.partition("@")
         retriever = retriever or default_retriever
         if name not in POLICIES:
             raise ConfigError(f"unknown method {name!r}; expected one of: {', '.join(POLICIES)}, oracle")
@@ -78,7 +82,9 @@ class MethodSpec:
             raise ConfigError(
                 f"unknown retriever {retriever!r} in {text!r}; expected one of {', '.join(RETRIEVERS)}"
             )
-        return cls(text, name, retriever, dict(params or {}))
+        if not label.strip():
+            raise ConfigError(f"empty label in method {text!r}")
+        return cls(label.strip(), name, retriever, dict(params or {}))
 
 
 @dataclass(frozen=True)
