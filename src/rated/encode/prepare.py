@@ -348,6 +348,7 @@ def _finish_stage(stage: Path, *, name: str, source: dict[str, Any]) -> None:
 
 def _swap_in(stage: Path, target: Path) -> None:
     """Rename the finished stage to ``target``; an old folder there is moved aside first, then deleted."""
+    stage.chmod(0o755)  # mkdtemp made it private; a model folder is ordinary cache content
     old = None
     if target.exists():
         old = target.with_name(f".{target.name}.old-{os.getpid()}")
