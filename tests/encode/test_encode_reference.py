@@ -57,7 +57,8 @@ def test_default_encoder_is_cached_and_semantic(minilm_dir):
     from rated.encode import default_encoder
 
     enc = default_encoder(progress=False)
-    assert default_encoder() is enc
+    assert default_encoder() is enc and not enc.name.endswith("-int8")
+    assert default_encoder(quantized=True).name.endswith("-int8")
     q, mail, weather = enc.encode_queries(
         [
             "send an email to my boss saying I will be late",
