@@ -76,3 +76,32 @@ def test_synth_cli_without_endpoint_is_a_config_error(tmp_path, monkeypatch, cap
     monkeypatch.delenv("RATED_SYNTH_BASE_URL", raising=False)
     code = main(["synth", "--catalog", str(_catalog(tmp_path)), "--out", str(tmp_path / "s.jsonl")])
     assert code == 2 and "RATED_SYNTH_BASE_URL" in capsys.readouterr().err
+
+
+def test_reuse_only_rebuilds_from_the_log_without_an_endpoint(tmp_path, chat_server, monkeypatch, capsys):
+    cat = _catalog(tmp_path)
+    out = tmp_path / "syn.jsonl"
+    base = [
+        "synth",
+        "--catalog",
+        str(cat),
+        "--out",
+        str(out),
+        "--encoder",
+        "none",
+        "--json",
+        "--queries",
+        "3",
+    ]
+    assert main([*base, "--base-url", chat_server.base_url, "--model", "m", "--limit", "2"]) == 0
+    capsys.readouterr()
+    monkeypatch.delenv("RATED_SYNTH_BASE_URL", raising=False)
+    n_requests = len(chat_server.requests)
+    assert main([*base, "--reuse-only", "--max-per-tool", "1"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert (
+        stats["generator"] == "log"
+        and stats["generated_now"] == 0
+        and len(chat_server.requests) == n_requests
+    )
+    assert len(read_pairs(out)) == 2

@@ -76,3 +76,15 @@ def test_parse_plain_lines_without_list_markers():
 def test_parse_empty():
     assert parse_queries("") == []
     assert parse_queries("Sure:") == []
+
+
+def test_numbered_items_win_over_nested_bullets():
+    answer = (
+        "1. Plan a hiking trip with clean air for my kids\n"
+        "- Home improvement; 2) Indoor air\n"
+        "2. Is the air safe for running outside today?"
+    )
+    assert parse_queries(answer) == [
+        "Plan a hiking trip with clean air for my kids",
+        "Is the air safe for running outside today?",
+    ]

@@ -79,6 +79,11 @@ def _register_synth(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--val-fraction", type=float, default=0.1)
     g.add_argument("--unseen-fraction", type=float, default=0.0, help="tool groups held out entirely")
     g.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--reuse-only",
+        action="store_true",
+        help="generate nothing: rebuild the pairs from OUT.log.jsonl (after an interrupted run)",
+    )
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
     p.set_defaults(handler=_synth)
 
@@ -151,7 +156,7 @@ def _synth(args: argparse.Namespace) -> int:
         unseen_fraction=args.unseen_fraction,
         seed=args.seed,
     )
-    generator = _generator(args)
+    generator = None if args.reuse_only else _generator(args)
     encoder = _synth_encoder(args.encoder)
     stats = synthesize(
         tools,
@@ -165,8 +170,8 @@ def _synth(args: argparse.Namespace) -> int:
     payload = {
         "out": args.out,
         "tools_file": str(tools_path(args.out)),
-        "generator": generator.name,
-        "model": generator.model,
+        "generator": generator.name if generator else "log",
+        "model": generator.model if generator else "",
         "catalog_tools": len(tools),
         "targeted_tools": len(targets),
         **stats.as_dict(),
@@ -176,7 +181,7 @@ def _synth(args: argparse.Namespace) -> int:
         return 0 if stats.failed == 0 else 1
     console.print(
         f"[bold]{stats.after_consistency}[/] queries for {stats.tools_with_queries} of {len(targets)} tools "
-        f"({generator.name}: {generator.model}) -> {args.out}"
+        f"({generator.name + ': ' + generator.model if generator else 'from the log'}) -> {args.out}"
     )
     console.print(
         f"generated now {stats.generated_now}, reused {stats.reused}, failed {stats.failed}; kept: raw "

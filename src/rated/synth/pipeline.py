@@ -224,7 +224,7 @@ def build_pairs(
 
 def synthesize(
     tools: Sequence[Tool],
-    generator: Generator,
+    generator: Generator | None,
     out: str | Path,
     *,
     encoder: Encoder | None = None,
@@ -235,7 +235,8 @@ def synthesize(
 ) -> SynthStats:
     """Generate (resuming from ``log_path``, default ``OUT.log.jsonl``), filter, add negatives, write.
 
-    Queries are generated for the tools whose ids are in ``only`` (all by default); negatives, the
+    Queries are generated for the tools whose ids are in ``only`` (all by default; none when ``generator`` is
+    ``None``, which rebuilds the pairs from the log alone); negatives, the
     consistency filter and ``OUT``'s sibling ``.tools.jsonl`` always use the whole catalog ``tools``.
     """
     cfg = config or SynthConfig()
@@ -249,9 +250,11 @@ def synthesize(
     log_file = Path(log_path) if log_path else out.with_name(out.name + ".log.jsonl")
     targets = list(tools) if only is None else [t for t in tools if t.id in set(only)]
     with GenerationLog(log_file) as log:
-        stats = generate_missing(
-            targets, generator, log, queries_per_tool=cfg.queries_per_tool, progress=progress
-        )
+        stats = SynthStats(tools=len(targets), reused=len(log.done & {t.id for t in targets}))
+        if generator is not None:
+            stats = generate_missing(
+                targets, generator, log, queries_per_tool=cfg.queries_per_tool, progress=progress
+            )
         records, stats = build_pairs(tools, log, encoder, cfg, stats)
     write_pairs(records, out)
     save_catalog(tools, tools_path(out))

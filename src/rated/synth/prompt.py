@@ -88,6 +88,10 @@ _ITEM = re.compile(
     r"^\s*(?:(?:query|request|q)\s*)?(?:\d{1,3}\s*[.):\]-]|[-*\u2022])\s*(?:(?:query|request)\s*:)?\s*(.+)$",
     re.I,
 )
+# when an answer numbers its items, bullets under them are details, not queries
+_NUMBERED = re.compile(
+    r"^\s*(?:(?:query|request|q)\s*)?\d{1,3}\s*[.):\]-]\s*(?:(?:query|request)\s*:)?\s*(.+)$", re.I
+)
 _QUOTES = "\"'\u201c\u201d\u2018\u2019`"
 _LABEL = re.compile(r"^(?:query|request|user|q)\s*\d*\s*:\s*", re.I)
 
@@ -143,13 +147,15 @@ def parse_queries(text: str) -> list[str]:
     """Extract query strings from an LLM answer: JSON (plain or fenced), numbered or bulleted lists, lines.
 
     Preamble and closing lines ("Here are ...:", "I hope this helps") are dropped when the answer has list
-    items; otherwise every non-empty line is a candidate. Order is kept; exact repeats are removed.
+    items (numbered ones win over bullets, which are then sub-points); otherwise every non-empty line is a
+    candidate. Order is kept; exact repeats are removed.
     """
     found = _try_json(text)
     if found is None:
         body = _FENCE.sub(lambda m: m.group(1), text)
         lines = [ln for ln in body.splitlines() if ln.strip()]
-        items = [m.group(1) for ln in lines if (m := _ITEM.match(ln))]
+        numbered = [m.group(1) for ln in lines if (m := _NUMBERED.match(ln))]
+        items = numbered or [m.group(1) for ln in lines if (m := _ITEM.match(ln))]
         found = items if items else [ln for ln in lines if not ln.rstrip().endswith(":")]
     out: list[str] = []
     seen: set[str] = set()
