@@ -114,3 +114,24 @@ def test_scaled_and_invalid_configs() -> None:
         ScenarioConfig("persistent", onset=6000)
     with pytest.raises(ConfigError, match="unknown scenario"):
         ScenarioConfig("meteor")
+
+
+def test_partial_failures_hit_only_similar_queries() -> None:
+    rng = np.random.default_rng(0)
+    n_q = 50
+    vecs = rng.normal(size=(n_q, 8))
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    relevant = [frozenset({q % N}) for q in range(n_q)]
+    w = World(np.arange(N) // 3, rng.uniform(0.2, 0.9, N), np.ones(N), vecs, relevant)
+    cfg = ScenarioConfig("outages", failure_rate=0.3, shares=(0, 0, 0, 0), partial_share=1.0)
+    s = make_scenario(cfg, w, 0).schedule
+    assert len(s) > 0 and (s.qset >= 0).all()
+    e = 0
+    tool, t = int(s.tool[e]), int(s.start[e])
+    mask = s.query_masks[int(s.qset[e])]
+    assert 0.2 < mask.mean() < 0.4
+    hit, miss = int(np.flatnonzero(mask)[0]), int(np.flatnonzero(~mask)[0])
+    assert s.call(tool, t, 0.0, 1.0, hit)[1] and not s.call(tool, t, 0.0, 1.0, miss)[1]
+    assert not s.call(tool, t, 0.0, 1.0)[1]  # a probe (no query) passes
+    fm = s.failing_mask(np.full((s.steps, 1), tool), np.full(s.steps, hit))
+    assert fm[t, 0]

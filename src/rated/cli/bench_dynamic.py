@@ -121,6 +121,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metadata-link", choices=["on", "off"], default="on")
     p.add_argument("--kind-link", choices=["on", "off"], default="on")
     p.add_argument(
+        "--partial-share",
+        type=float,
+        default=0.0,
+        help="outages: extra failures that hit only some kinds of query (share of the failure rate)",
+    )
+    p.add_argument(
         "--encoder",
         choices=["default", "hash"],
         default="default",
@@ -210,6 +216,7 @@ def _config(args: argparse.Namespace, validation: bool):  # noqa: ANN202
         error_kind=args.error_kind,
         metadata_link=args.metadata_link == "on",
         kind_link=args.kind_link == "on",
+        partial_share=args.partial_share,
     )
     n = (args.val_seeds or args.seeds) if validation else args.seeds
     return BenchConfig(

@@ -99,6 +99,7 @@ class RatedPolicy(BasePolicy):
         prior_strength: float = 2.0,
         prior_weight: float = 0.0,
         noise_evidence: float = 10.0,
+        context_noise: bool = True,
         half_life: float = 2000.0,
         contextual: bool = True,
         down_prior: float = 0.05,
@@ -121,6 +122,7 @@ class RatedPolicy(BasePolicy):
         self.alpha, self.gamma, self.ridge = float(alpha), float(gamma), float(ridge)
         self.prior_strength, self.prior_weight = float(prior_strength), float(prior_weight)
         self.noise_evidence = float(noise_evidence)
+        self.context_noise = bool(context_noise)
         self.half_life, self.contextual = float(half_life), bool(contextual)
         self.down_prior, self.gate = float(down_prior), float(gate)
         self.noise_tool_error, self.noise_timeout = float(noise_tool_error), float(noise_timeout)
@@ -278,7 +280,15 @@ class RatedPolicy(BasePolicy):
         fade = self._fade_row(sc, now)
         if not feedback.probe:
             sc[CALLS] += 1.0
-        chronic = sc[F] / (sc[S] + sc[F] + self.noise_evidence)  # the tool's own unexplained failure rate
+        # the tool's own unexplained failure rate, for queries like this one when the contextual part
+        # has learned something: a failure it predicts is not taken as an outage
+        chronic = sc[F] / (sc[S] + sc[F] + self.noise_evidence)
+        if x is not None and self.context_noise:
+            vec = self._rows.vectors[r]
+            d = self._dim
+            corr = float(vec[:d] @ x) * fade
+            base = (sc[S] + self.prior_strength) / (sc[S] + sc[F] + self.prior_strength)
+            chronic = max(chronic, 1.0 - min(1.0, max(0.0, base + corr)))
         weight = self._update_belief(sc, now, kind, chronic, self._noise)
         y = 1.0 if outcome.is_success else 0.0
         mean = (sc[S] + 0.5) / (sc[S] + sc[F] + 1.0)

@@ -241,7 +241,10 @@ def prepare(env: Env, cfg: BenchConfig, retrievers: Sequence[str]) -> Prepared:
         for q in stream:
             for j in env.pool.relevant[int(q)]:
                 gt_counts[j] += 1
-        scenario = make_scenario(scen_cfg, World(env.provider_codes, env.pool.prior, gt_counts), seed)
+        world = World(
+            env.provider_codes, env.pool.prior, gt_counts, tables[retrievers[0]].contexts, env.pool.relevant
+        )
+        scenario = make_scenario(scen_cfg, world, seed)
         draws = Draws.make(T, seed, cfg.probe_budget)
         steps: dict[str, tuple[list[Step], list[Step] | None]] = {}
         for r in retrievers:

@@ -25,7 +25,10 @@ The paper's protocol (paper-notes section 3) and what real outages add to it:
   long); with ``kind_link`` off the kind is drawn independently of the duration, so the error kind says
   nothing; (3) provider outages (every tool of a provider at once, server errors or timeouts, duration
   log-uniform in ``provider_durations``); (4) degraded episodes (timeouts with probability drawn in
-  ``degraded_p_range`` per call, duration in ``degraded_durations``).
+  ``degraded_p_range`` per call, duration in ``degraded_durations``); optionally (5) partial failures,
+  ``partial_share`` more: a tool fails only for the ``partial_fraction`` of queries most similar (in the
+  retriever's context space) to one of its queries, for ``partial_durations`` (a geocoder that times out
+  for one region, a search API that breaks on long requests). Health probes do not see them.
 """
 
 from __future__ import annotations
@@ -78,6 +81,9 @@ class ScenarioConfig:
     provider_durations: tuple[float, float] = (50, 2000)
     degraded_durations: tuple[float, float] = (100, 3000)
     degraded_p_range: tuple[float, float] = (0.3, 0.7)
+    partial_share: float = 0.0
+    partial_fraction: float = 0.3
+    partial_durations: tuple[float, float] = (200, 5000)
 
     def __post_init__(self) -> None:
         if self.name not in SCENARIOS:
@@ -104,6 +110,7 @@ class ScenarioConfig:
             durations=tuple((lo * factor, hi * factor) for lo, hi in self.durations),
             provider_durations=(self.provider_durations[0] * factor, self.provider_durations[1] * factor),
             degraded_durations=(self.degraded_durations[0] * factor, self.degraded_durations[1] * factor),
+            partial_durations=(self.partial_durations[0] * factor, self.partial_durations[1] * factor),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,6 +124,8 @@ class World:
     providers: np.ndarray  # (n_tools,) int provider code per tool
     prior: np.ndarray  # (n_tools,) r_static
     gt_counts: np.ndarray  # (n_tools,) times each tool is relevant over the stream
+    query_vectors: np.ndarray | None = None  # (n_queries, d) unit rows: what "similar queries" means
+    relevant: list[frozenset[int]] | None = None  # per query: its relevant tools
 
     @property
     def n_tools(self) -> int:
@@ -282,6 +291,8 @@ def _outages(cfg: ScenarioConfig, world: World, rng: np.random.Generator) -> Sce
     dend = dstart + np.ceil(_log_uniform(rng, *cfg.degraded_durations, len(dtools)))
     dp = rng.uniform(*cfg.degraded_p_range, len(dtools))
     parts.append(_episodes(dtools, dstart, dend, dp, _CODE[OutcomeKind.TIMEOUT], False, n, T))
+    if cfg.partial_share > 0:
+        parts.append(_partial(cfg, world, rng))
     sched = Schedule.concat(parts)
     info = {
         "broken_from_start": int(len(broken)),
@@ -290,6 +301,44 @@ def _outages(cfg: ScenarioConfig, world: World, rng: np.random.Generator) -> Sce
         "degraded_episodes": int(len(dtools)),
     }
     return ScenarioRun(sched, info=info)
+
+
+def _partial(cfg: ScenarioConfig, world: World, rng: np.random.Generator) -> Schedule:
+    """Failures that hit only the queries near an anchor query of the tool (a tool failing for one kind
+    of request)."""
+    if world.query_vectors is None or world.relevant is None:
+        raise ConfigError("partial failures need the queries' vectors and labels in the World")
+    n, T = world.n_tools, cfg.steps
+    vecs = np.asarray(world.query_vectors, dtype=np.float64)
+    by_tool: dict[int, list[int]] = {}
+    for q, rel in enumerate(world.relevant):
+        for j in rel:
+            by_tool.setdefault(j, []).append(q)
+    count = rng.poisson(
+        cfg.partial_share * cfg.failure_rate * T / _log_uniform_mean(*cfg.partial_durations), n
+    )
+    tools = np.repeat(np.arange(n), count)
+    starts = rng.integers(0, T, len(tools))
+    ends = starts + np.ceil(_log_uniform(rng, *cfg.partial_durations, len(tools)))
+    masks = []
+    for j in tools.tolist():
+        own = by_tool.get(j)
+        anchor = int(rng.choice(own)) if own else int(rng.integers(len(vecs)))
+        sims = vecs @ vecs[anchor]
+        masks.append(sims >= np.quantile(sims, 1.0 - cfg.partial_fraction))
+    size = len(tools)
+    return Schedule(
+        n,
+        T,
+        tools.astype(np.int64),
+        starts.astype(np.int64),
+        np.minimum(ends, T).astype(np.int64),
+        np.ones(size),
+        np.full(size, _CODE[OutcomeKind.TOOL_ERROR], dtype=np.int8),
+        np.zeros(size, dtype=bool),
+        qset=np.arange(size, dtype=np.int64),
+        query_masks=masks,
+    )
 
 
 _MAKERS = {

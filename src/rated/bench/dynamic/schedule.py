@@ -2,7 +2,9 @@
 
 An episode says: from ``start`` (inclusive) to ``end`` (exclusive), a call to ``tool`` fails with
 probability ``p_fail`` (1 for an outage, less for a degraded tool) with error ``kind``; a rate limit with
-``hint`` carries a retry-after equal to the time left in the episode, as a real 429 would. Overlapping
+``hint`` carries a retry-after equal to the time left in the episode, as a real 429 would. A *partial*
+episode (``qset >= 0``) only hits the queries marked in ``query_masks[qset]`` (a tool that fails for
+some kinds of request); a health probe, which carries no query, passes it. Overlapping
 episodes (a tool outage during a provider outage) combine by the highest ``p_fail``. The oracle knows the
 episodes (which tools are in the failing set at each step), never the coin flips.
 """
@@ -37,11 +39,15 @@ class Schedule:
     kind: np.ndarray  # (E,) int8, index into KINDS
     hint: np.ndarray  # (E,) bool: a rate limit that says when it ends
     caller_error: np.ndarray | None = None  # (n_tools,) P(caller error) per call, or None
+    qset: np.ndarray | None = None  # (E,) int: -1 for every query, else an index into query_masks
+    query_masks: list[np.ndarray] = field(default_factory=list)  # (n_queries,) bool each
     _by_tool: dict[int, list[int]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        if self.qset is None:
+            self.qset = np.full(len(self.tool), -1, dtype=np.int64)
         order = np.lexsort((self.start, self.tool))
-        for name in ("tool", "start", "end", "p_fail", "kind", "hint"):
+        for name in ("tool", "start", "end", "p_fail", "kind", "hint", "qset"):
             setattr(self, name, np.asarray(getattr(self, name))[order])
         self._by_tool = {}
         for e, t in enumerate(self.tool.tolist()):
@@ -57,6 +63,12 @@ class Schedule:
         """One schedule holding every episode of ``parts`` (same pool and length)."""
         first = parts[0]
         cat = {n: np.concatenate([getattr(p, n) for p in parts]) for n in ("tool", "start", "end", "p_fail")}
+        masks: list[np.ndarray] = []
+        qsets = []
+        for p in parts:
+            assert p.qset is not None
+            qsets.append(np.where(p.qset >= 0, p.qset + len(masks), -1))
+            masks.extend(p.query_masks)
         return cls(
             first.n_tools,
             first.steps,
@@ -67,24 +79,32 @@ class Schedule:
             np.concatenate([p.kind for p in parts]).astype(np.int8),
             np.concatenate([p.hint for p in parts]).astype(bool),
             next((p.caller_error for p in parts if p.caller_error is not None), None),
+            np.concatenate(qsets).astype(np.int64),
+            masks,
         )
 
     def __len__(self) -> int:
         return len(self.tool)
 
     # ---- what a call sees --------------------------------------------------------------------------
-    def episode_at(self, tool: int, t: int) -> int:
-        """Index of the episode governing ``tool`` at step ``t`` (highest p_fail), or -1 when it is up."""
+    def episode_at(self, tool: int, t: int, query: int = -1) -> int:
+        """Index of the episode governing ``tool`` at step ``t`` for ``query`` (-1: a probe, no query):
+        the one with the highest p_fail, or -1 when the call would not fail."""
         best, best_p = -1, 0.0
         for e in self._by_tool.get(tool, ()):
             if self.start[e] <= t < self.end[e] and self.p_fail[e] > best_p:
+                q = self.qset[e]
+                if q >= 0 and (query < 0 or not self.query_masks[q][query]):
+                    continue
                 best, best_p = e, float(self.p_fail[e])
         return best
 
-    def call(self, tool: int, t: int, u_fail: float, u_caller: float) -> tuple[Outcome, bool]:
-        """The outcome of calling ``tool`` at step ``t`` given two uniform draws; and whether it is a fault
-        (a tool-side failure)."""
-        e = self.episode_at(tool, t)
+    def call(
+        self, tool: int, t: int, u_fail: float, u_caller: float, query: int = -1
+    ) -> tuple[Outcome, bool]:
+        """The outcome of calling ``tool`` at step ``t`` for ``query`` given two uniform draws; and whether
+        it is a fault (a tool-side failure)."""
+        e = self.episode_at(tool, t, query)
         if e >= 0 and u_fail < self.p_fail[e]:
             kind = KINDS[int(self.kind[e])]
             if kind is OutcomeKind.RATE_LIMITED and self.hint[e]:
@@ -95,13 +115,21 @@ class Schedule:
         return _SUCCESS, False
 
     # ---- what the oracle knows ---------------------------------------------------------------------
-    def failing_mask(self, positions: np.ndarray) -> np.ndarray:
-        """``positions`` (T, K): tool indices at each step -> (T, K) True where the tool is failing."""
+    def failing_mask(self, positions: np.ndarray, queries: np.ndarray | None = None) -> np.ndarray:
+        """``positions`` (T, K): tool indices at each step (for ``queries``, (T,)) -> (T, K) True where the
+        tool is failing for that step's query."""
         mask = np.zeros(positions.shape, dtype=bool)
         for e in range(len(self)):
             s, t_end = int(self.start[e]), min(int(self.end[e]), positions.shape[0])
-            if s < t_end:
-                mask[s:t_end] |= positions[s:t_end] == self.tool[e]
+            if s >= t_end:
+                continue
+            hit = positions[s:t_end] == self.tool[e]
+            q = int(self.qset[e])
+            if q >= 0:
+                if queries is None:
+                    continue
+                hit &= self.query_masks[q][queries[s:t_end]][:, None]
+            mask[s:t_end] |= hit
         return mask
 
     def down_fraction(self, tools: np.ndarray, t0: int = 0) -> float:

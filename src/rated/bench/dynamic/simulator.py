@@ -188,9 +188,9 @@ def run_policy(
         for a in range(min(attempts, len(order))):
             c = int(order[a])
             j = int(st.positions[c])
-            outcome, fault = sched.call(j, t, draws.fail[t, a], draws.caller[t, a])
+            outcome, fault = sched.call(j, t, draws.fail[t, a], draws.caller[t, a], q)
             if a == 0:
-                top_failing[t] = sched.episode_at(j, t) >= 0
+                top_failing[t] = sched.episode_at(j, t, q) >= 0
             policy.learn(Feedback(st.tool_ids[c], outcome, float(t), st.context, st.providers[c]))
             if fault:
                 faults[t] += 1
@@ -227,7 +227,7 @@ def oracle_trace(
     for t in range(T):
         p = _steps_at(t, steps_before, steps_after, scenario.add_at)[int(stream[t])].positions
         positions[t, : len(p)] = p
-    failing = sched.failing_mask(positions) | (positions < 0)
+    failing = sched.failing_mask(positions, stream) | (positions < 0)
     first = np.argmax(~failing, axis=1)
     all_failing = failing.all(axis=1)
     chosen = positions[np.arange(T), first]
