@@ -5,6 +5,7 @@ from rated.policy.batch_policy import BatchPolicy
 from rated.policy.blacklist import BlacklistPolicy
 from rated.policy.breaker import CircuitBreakerPolicy
 from rated.policy.global_mab import GlobalMABPolicy
+from rated.policy.linucb import PaperLinUCBPolicy
 from rated.policy.rated import RatedPolicy
 from rated.policy.registry import POLICIES, PolicySpec, make_policy
 from rated.policy.retry import RetryPolicy
@@ -20,6 +21,7 @@ __all__ = [
     "CircuitBreakerPolicy",
     "Feedback",
     "GlobalMABPolicy",
+    "PaperLinUCBPolicy",
     "Policy",
     "PolicySpec",
     "Ranking",

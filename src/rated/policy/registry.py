@@ -17,6 +17,7 @@ from rated.policy.batch_policy import BatchPolicy
 from rated.policy.blacklist import BlacklistPolicy
 from rated.policy.breaker import CircuitBreakerPolicy
 from rated.policy.global_mab import GlobalMABPolicy
+from rated.policy.linucb import PaperLinUCBPolicy
 from rated.policy.rated import RatedPolicy
 from rated.policy.retry import RetryPolicy
 from rated.policy.static import StaticPolicy
@@ -51,6 +52,9 @@ POLICIES: Mapping[str, PolicySpec] = MappingProxyType(
         "window_breaker": PolicySpec(WindowBreakerPolicy, {}, "failure-rate breaker over a sliding window"),
         "global_mab": PolicySpec(GlobalMABPolicy, {}, "one context-free success estimate per tool"),
         "batch_policy": PolicySpec(BatchPolicy, {}, "a re-ranker refreshed only every B steps"),
+        "linucb_paper": PolicySpec(
+            PaperLinUCBPolicy, {}, "the paper's diagonal LinUCB as written (ablation)"
+        ),
         "rated": PolicySpec(RatedPolicy, {}, "RATED: semantic + bounded bandit + prior, with health beliefs"),
     }
 )
