@@ -100,6 +100,7 @@ class RatedPolicy(BasePolicy):
         prior_weight: float = 0.0,
         noise_evidence: float = 10.0,
         context_noise: bool = True,
+        respect_retry_after: bool = True,
         half_life: float = 2000.0,
         contextual: bool = True,
         down_prior: float = 0.05,
@@ -123,6 +124,7 @@ class RatedPolicy(BasePolicy):
         self.prior_strength, self.prior_weight = float(prior_strength), float(prior_weight)
         self.noise_evidence = float(noise_evidence)
         self.context_noise = bool(context_noise)
+        self.respect_retry_after = bool(respect_retry_after)
         self.half_life, self.contextual = float(half_life), bool(contextual)
         self.down_prior, self.gate = float(down_prior), float(gate)
         self.noise_tool_error, self.noise_timeout = float(noise_tool_error), float(noise_timeout)
@@ -273,7 +275,7 @@ class RatedPolicy(BasePolicy):
         r = self._rows.row(tool)
         sc = self._rows.scalars[r]
         sc[T_SEEN] = max(sc[T_SEEN], now)
-        if kind is OutcomeKind.RATE_LIMITED and outcome.retry_after is not None:
+        if kind is OutcomeKind.RATE_LIMITED and outcome.retry_after is not None and self.respect_retry_after:
             sc[BLOCKED] = max(sc[BLOCKED], now + outcome.retry_after)  # respected, not held against it
             self._suspects[tool] = None
             return
