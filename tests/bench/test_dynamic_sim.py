@@ -136,3 +136,15 @@ def test_streams() -> None:
         make_stream(5, 6, "norepeat", 0)
     with pytest.raises(ConfigError, match="unknown stream"):
         make_stream(5, 6, "bursty", 0)
+
+
+def test_any_method_can_retry() -> None:
+    from rated.bench.dynamic.runner import MethodSpec
+
+    spec = MethodSpec.parse("rated+retry3", "tfidf")
+    assert (spec.label, spec.policy, spec.attempts) == ("rated+retry3", "rated", 3)
+    assert MethodSpec.parse("x=static+retry2@bm25", "tfidf").attempts == 2
+    with pytest.raises(ConfigError, match="retryN"):
+        MethodSpec.parse("rated+retry9", "tfidf")
+    tr = run_policy(make_policy("static"), POOL, STREAM, T0_DOWN, DRAWS, STEPS, attempts=3)
+    assert tr.success.all() and tr.faults.sum() == 2  # same as retry3

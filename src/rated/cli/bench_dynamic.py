@@ -239,7 +239,7 @@ def _specs(args: argparse.Namespace, tuned: dict[str, dict[str, Any]] | None = N
             continue
         spec = MethodSpec.parse(text, args.retriever)
         params = {**(tuned or {}).get(spec.label, {}), **sets.get(spec.label, {})}
-        specs.append(MethodSpec(spec.label, spec.policy, spec.retriever, params))
+        specs.append(MethodSpec(spec.label, spec.policy, spec.retriever, params, spec.attempts))
     return specs
 
 

@@ -38,7 +38,7 @@ def best_baseline(result: BenchResult, single_call: bool = True) -> str | None:
         if spec.policy not in NOT_BASELINES
         and not label.startswith("rated")
         and spec.policy != "oracle"
-        and not (single_call and spec.policy in MULTI_CALL)
+        and not (single_call and (spec.policy in MULTI_CALL or (spec.attempts or 1) > 1))
     ]
     if not candidates:
         return None

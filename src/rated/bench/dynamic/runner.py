@@ -66,15 +66,23 @@ class MethodSpec:
     policy: str
     retriever: str
     params: Mapping[str, Any] = field(default_factory=dict)
+    attempts: int | None = None  # tools the agent may try per step; None: the policy's own
 
     @classmethod
     def parse(cls, text: str, default_retriever: str, params: Mapping[str, Any] | None = None) -> MethodSpec:
-        """``[label=]name[@retriever]``: ``static@bm25``, or ``rated_fixed=rated`` (a second, differently
-        configured copy of a method under its own label)."""
+        """``[label=]name[+retryN][@retriever]``: ``static@bm25``; ``rated_fixed=rated`` (a second,
+        differently configured copy of a method under its own label); ``rated+retry3`` (the agent tries
+        up to 3 tools of RATED's order per step)."""
         label, eq, rest = text.partition("=")
         if not eq:
             label, rest = text, text
         name, _, retriever = rest.partition("@")
+        attempts = None
+        name, plus, retry = name.partition("+retry")
+        if plus:
+            if not retry.isdigit() or not 1 <= int(retry) <= 3:
+                raise ConfigError(f"'+retryN' needs N in 1..3, got {text!r}")
+            attempts = int(retry)
         retriever = retriever or default_retriever
         if name not in POLICIES:
             raise ConfigError(f"unknown method {name!r}; expected one of: {', '.join(POLICIES)}, oracle")
@@ -84,7 +92,7 @@ class MethodSpec:
             )
         if not label.strip():
             raise ConfigError(f"empty label in method {text!r}")
-        return cls(label.strip(), name, retriever, dict(params or {}))
+        return cls(label.strip(), name, retriever, dict(params or {}), attempts)
 
 
 @dataclass(frozen=True)
@@ -271,6 +279,7 @@ def run_method(prep: Prepared, spec: MethodSpec, run: SeedRun) -> RunTrace:
         *run.steps[spec.retriever],
         probe_interval=prep.cfg.probe_interval,
         probe_budget=prep.cfg.probe_budget,
+        attempts=spec.attempts,
     )
 
 

@@ -167,14 +167,17 @@ def run_policy(
     *,
     probe_interval: int | None = None,
     probe_budget: int = 5,
+    attempts: int | None = None,
 ) -> RunTrace:
-    """Run one method through one seed's stream; the policy learns only from the outcomes of its calls."""
+    """Run one method through one seed's stream; the policy learns only from the outcomes of its calls.
+
+    ``attempts`` (default: the policy's own) is how many ranked tools the agent may try in one step."""
     sched = scenario.schedule
     T = len(stream)
     success = np.zeros(T, dtype=bool)
     faults = np.zeros(T, dtype=np.int16)
     top_failing = np.zeros(T, dtype=bool)
-    attempts = min(MAX_ATTEMPTS, int(getattr(policy, "attempts", 1)))
+    attempts = min(MAX_ATTEMPTS, int(attempts or getattr(policy, "attempts", 1)))
     probing = probe_interval is not None and probe_interval > 0 and policy.uses_probes
     index = {tid: i for i, tid in enumerate(pool.tool_ids)}
     n_probes = probe_faults = degraded = 0

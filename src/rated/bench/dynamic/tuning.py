@@ -136,7 +136,7 @@ def tune_all(
     for b in bases:
         for p in grids[b.label]:
             params = {**b.params, **p}
-            jobs_list.append((MethodSpec(b.label, b.policy, b.retriever, params), len(owner)))
+            jobs_list.append((MethodSpec(b.label, b.policy, b.retriever, params, b.attempts), len(owner)))
             owner.append((b.label, dict(p)))
     scores: list[tuple[float, float]] = [(0.0, 0.0)] * len(jobs_list)
     _PREP = prep
