@@ -38,16 +38,18 @@ class CircuitBreakerBase(BasePolicy):
         backoff: float = 1.0,
         max_cooldown: float = 1e9,
         respect_retry_after: bool = False,
+        w_prior: float = 0.0,
     ):
-        if cooldown <= 0 or backoff < 1 or max_cooldown < cooldown:
+        if cooldown <= 0 or backoff < 1 or max_cooldown < cooldown or w_prior < 0:
             raise ConfigError(
-                f"need cooldown > 0, backoff >= 1, max_cooldown >= cooldown; got {cooldown}, {backoff}, "
-                f"{max_cooldown}"
+                f"need cooldown > 0, backoff >= 1, max_cooldown >= cooldown, w_prior >= 0; got {cooldown}, "
+                f"{backoff}, {max_cooldown}, {w_prior}"
             )
         self.cooldown = float(cooldown)
         self.backoff = float(backoff)
         self.max_cooldown = float(max_cooldown)
         self.respect_retry_after = bool(respect_retry_after)
+        self.w_prior = float(w_prior)  # > 0: rank by 0.75 S_sem + w_prior r_static (0.10: RATED static order)
         self._open_until: dict[str, float] = {}  # tool -> end of the open period (absent: closed)
         self._opens: dict[str, int] = {}  # tool -> re-opens since the last success
         self._checked: dict[str, float] = {}  # tool -> last time anything was observed
@@ -72,7 +74,10 @@ class CircuitBreakerBase(BasePolicy):
         healthy = np.fromiter(
             (until.get(t, _CLOSED) <= now for t in candidates.tool_ids), bool, len(candidates)
         )
-        return candidates.semantic, {"semantic": candidates.semantic}, healthy
+        scores = candidates.semantic
+        if self.w_prior:
+            scores = 0.75 * scores + self.w_prior * candidates.prior
+        return scores, {"semantic": candidates.semantic}, healthy
 
     # ---- learning ----------------------------------------------------------------------------------
     def _learn(self, feedback: Feedback) -> None:
@@ -162,10 +167,11 @@ class CircuitBreakerPolicy(CircuitBreakerBase):
         backoff: float = 1.0,
         max_cooldown: float = 1e9,
         respect_retry_after: bool = False,
+        w_prior: float = 0.0,
     ):
         if int(failure_threshold) < 1:
             raise ConfigError(f"failure_threshold must be >= 1, got {failure_threshold}")
-        super().__init__(cooldown, backoff, max_cooldown, respect_retry_after)
+        super().__init__(cooldown, backoff, max_cooldown, respect_retry_after, w_prior)
         self.failure_threshold = int(failure_threshold)
         self._fails: dict[str, int] = {}
 

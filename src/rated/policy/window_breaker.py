@@ -42,13 +42,14 @@ class WindowBreakerPolicy(CircuitBreakerBase):
         backoff: float = 1.0,
         max_cooldown: float = 1e9,
         respect_retry_after: bool = False,
+        w_prior: float = 0.0,
     ):
         if int(window) < 1 or not 1 <= int(min_calls) <= int(window) or not 0 < threshold <= 1:
             raise ConfigError(
                 f"need window >= 1, 1 <= min_calls <= window, 0 < threshold <= 1; got {window}, {min_calls}, "
                 f"{threshold}"
             )
-        super().__init__(cooldown, backoff, max_cooldown, respect_retry_after)
+        super().__init__(cooldown, backoff, max_cooldown, respect_retry_after, w_prior)
         self.window = int(window)
         self.min_calls = int(min_calls)
         self.threshold = float(threshold)
