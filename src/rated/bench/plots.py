@@ -78,10 +78,12 @@ def success_curves(
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9.0, 4.8))
-    for label, values in curves.items():
+    colours = plt.get_cmap("tab20").colors
+    for i, (label, values) in enumerate(curves.items()):
         style = "--" if label.startswith("oracle") else "-"
-        width = 2.2 if label == "rated" else 1.2
-        ax.plot(list(steps)[: len(values)], list(values), style, lw=width, label=label)
+        width = 2.4 if label == "rated" else 1.2
+        colour = "black" if label == "rated" else colours[(2 * i + i // 10) % len(colours)]
+        ax.plot(list(steps)[: len(values)], list(values), style, lw=width, label=label, color=colour)
     for name, x in (marks or {}).items():
         ax.axvline(x, color="grey", lw=0.8, ls=":")
         ax.text(x, ax.get_ylim()[1], f" {name}", va="top", fontsize="small", color="grey")

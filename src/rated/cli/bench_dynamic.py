@@ -59,6 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     dyn.add_argument("--tuned", type=Path, help="JSON written by 'rated bench tune': settings to use")
     dyn.add_argument("--plot", type=Path, help="PNG of the success curves (default: next to --out)")
+    dyn.add_argument(
+        "--plot-methods", nargs="+", default=None, metavar="LABEL", help="methods to draw (default: all)"
+    )
     dyn.set_defaults(handler=_dynamic)
 
     tun = bench.add_parser("tune", help="tune each method's settings on validation seeds (never on test)")
@@ -302,7 +305,7 @@ def _dynamic(args: argparse.Namespace) -> int:
         result = run_benchmark(env, _config(args, args.validation), _specs(args, tuned), on_progress=progress)
     report = to_json(result, tuning)
     _write_json(args.out, report)
-    plot = plot_curves(report, args.plot or args.out.with_suffix(".png"))
+    plot = plot_curves(report, args.plot or args.out.with_suffix(".png"), args.plot_methods)
     _say(markdown_table(report))
     for note in report["notes"]:
         _say(f"note: {note}")

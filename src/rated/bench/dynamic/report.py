@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,11 +145,11 @@ def markdown_table(report: dict[str, Any]) -> str:
     return head + "\n".join(rows) + "\n" + tail
 
 
-def plot_curves(report: dict[str, Any], path: str | Path) -> Path:
-    """PNG of each method's trailing success rate (mean over seeds), with the onset marked."""
+def plot_curves(report: dict[str, Any], path: str | Path, only: Sequence[str] | None = None) -> Path:
+    """PNG of each method's trailing success rate (mean over seeds; ``only``: these methods), onset marked."""
     from rated.bench.plots import success_curves
 
-    curves = {k: v for k, v in report["curves"].items() if k != "step" and v}
+    curves = {k: v for k, v in report["curves"].items() if k != "step" and v and (not only or k in only)}
     marks = {"onset": report["onset"]}
     cfg = report.get("scenario_config") or {}
     if report["scenario"] == "recovery" and cfg.get("recovery_at"):

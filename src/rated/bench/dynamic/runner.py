@@ -16,7 +16,7 @@ import numpy as np
 
 from rated.bench.dataset import Dataset
 from rated.bench.dynamic.candidates import RETRIEVERS, CandidateTable, build_table
-from rated.bench.dynamic.metrics import aggregate, paired, summarise_run, trailing
+from rated.bench.dynamic.metrics import adaptation_steps, aggregate, paired, summarise_run, trailing
 from rated.bench.dynamic.scenarios import ScenarioConfig, ScenarioRun, World, make_scenario
 from rated.bench.dynamic.simulator import (
     Draws,
@@ -342,6 +342,14 @@ def _row(trace: RunTrace, oracle: RunTrace, prep: Prepared) -> dict[str, Any]:
             trace.success, trace.faults, oracle.success, onset, prep.scenario.failure_rate, prep.window
         )
     )
+    sc = prep.scenario
+    if sc.name == "recovery" and sc.recovery_at + prep.window <= sc.steps:
+        # steps after the tools come back until the trailing SR is within 5% of the oracle's again
+        target = np.full(len(trace.success), np.inf)
+        target[sc.recovery_at + prep.window - 1 :] = 0.95 * trailing(
+            oracle.success[sc.recovery_at :], prep.window
+        )
+        row["recovery_steps_oracle"] = adaptation_steps(trace.success, sc.recovery_at, target, prep.window)
     row["top_failing_rate"] = float(np.mean(trace.top_failing[onset:]))
     row["probes"] = trace.probes
     row["probe_faults"] = trace.probe_faults
