@@ -128,3 +128,24 @@ def test_batch_policy_sees_outcomes_only_at_batch_boundaries() -> None:
     learn(p, "a", 150.0, "success")  # folds the two failures, buffers the success
     state = p.get_state("a")
     assert state is not None and state["pending"].shape == (1, 2)
+
+
+def test_breaker_can_rank_by_rateds_static_order() -> None:
+    plain, with_prior = CircuitBreakerPolicy(), CircuitBreakerPolicy(w_prior=0.10)
+    assert top(plain, 0.0, prior=(0.1, 0.9)) == "a"
+    assert top(with_prior, 0.0, prior=(0.1, 0.9)) == "b"  # 0.75*S_sem + 0.10*r_static, as rated_no_feedback
+    learn(with_prior, "b", 1.0)
+    assert top(with_prior, 2.0, prior=(0.1, 0.9)) == "a"
+
+
+def test_paper_linucb_never_forgets_a_failure_and_locks_in_successes() -> None:
+    p = make_policy("linucb_paper")
+    x = np.full(8, 1 / np.sqrt(8), dtype=np.float32)
+    c = lambda now: Candidates(("a", "b"), np.array([0.62, 0.60]), np.full(2, 0.8), ("a", "b"), x, now)  # noqa: E731
+    for t in range(5):
+        p.learn(Feedback("a", Outcome.of("tool_error"), float(t), x, None))
+    assert p.rank(c(10.0)).order[0] == 1 and p.rank(c(1e9)).order[0] == 1  # no time fading: never back
+    s = p.rank(c(0.0)).components["bandit"]
+    for t in range(50):
+        p.learn(Feedback("b", Outcome.of("success"), float(t), x, None))
+    assert p.rank(c(60.0)).components["bandit"][1] > s[1] + 1.0  # unbounded: grows far past S_sem's scale
