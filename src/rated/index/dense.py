@@ -13,7 +13,7 @@ import faiss
 import numpy as np
 
 from rated.errors import ConfigError, UnknownToolError
-from rated.index.ids import check_new_ids
+from rated.index.ids import check_known_ids, check_new_ids
 
 __all__ = ["DenseIndex"]
 
@@ -89,9 +89,7 @@ class DenseIndex:
 
     def remove(self, ids: Sequence[str]) -> None:
         """Drop tools by id (unknown ids raise ``UnknownToolError``); the rest keep their vectors."""
-        for tool_id in ids:
-            if tool_id not in self._pos:
-                raise UnknownToolError(tool_id)
+        check_known_ids(ids, self._pos)
         drop = {self._pos[i] for i in ids}
         keep = np.array([p for p in range(len(self._ids)) if p not in drop], dtype=np.int64)
         self._ids = [self._ids[p] for p in keep]

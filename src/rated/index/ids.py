@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Container, Iterable
 
-from rated.errors import CatalogError
+from rated.errors import CatalogError, UnknownToolError
 
-__all__ = ["check_new_ids"]
+__all__ = ["check_known_ids", "check_new_ids"]
 
 
 def check_new_ids(ids: Iterable[str], existing: Container[str]) -> None:
@@ -20,3 +20,10 @@ def check_new_ids(ids: Iterable[str], existing: Container[str]) -> None:
     if dupes:
         shown = ", ".join(map(repr, sorted(dupes)[:10]))
         raise CatalogError(f"duplicate tool id(s): {shown}" + (" ..." if len(dupes) > 10 else ""))
+
+
+def check_known_ids(ids: Iterable[str], known: Container[str]) -> None:
+    """Raise ``UnknownToolError`` for the first id in ``ids`` that is not in ``known``."""
+    for tool_id in ids:
+        if tool_id not in known:
+            raise UnknownToolError(tool_id)

@@ -8,19 +8,17 @@ bound*, the sum over its terms of the best score any tool gets for that term: ``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import bm25s
 import numpy as np
 
-from rated.errors import UnknownToolError
-from rated.index.ids import check_new_ids
+from rated.index.fusion import top_k
+from rated.index.refit import RefitTextIndex
 from rated.index.tokenize import tokenize
 
 __all__ = ["BM25Index"]
 
 
-class BM25Index:
+class BM25Index(RefitTextIndex):
     """Okapi BM25 (Lucene variant) over string-id'd texts.
 
     >>> idx = BM25Index()
@@ -30,46 +28,18 @@ class BM25Index:
     """
 
     def __init__(self, k1: float = 1.2, b: float = 0.75, stem: bool = True):
+        super().__init__()
         self.k1 = float(k1)
         self.b = float(b)
         self.stem = bool(stem)
-        self._ids: list[str] = []
-        self._texts: list[str] = []
-        self._pos: dict[str, int] = {}
         self._bm25: bm25s.BM25 | None = None
         self._vocab: dict[str, int] = {}
         self._term_max = np.zeros(0, dtype=np.float32)
 
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    @property
-    def ids(self) -> list[str]:
-        return list(self._ids)
-
     def tokens(self, text: str) -> list[str]:
         return tokenize(text, stem=self.stem)
 
-    def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
-        if len(ids) != len(texts):
-            raise ValueError(f"{len(ids)} ids but {len(texts)} texts")
-        check_new_ids(ids, self._pos)
-        self._ids.extend(ids)
-        self._texts.extend(texts)
-        self._rebuild()
-
-    def remove(self, ids: Sequence[str]) -> None:
-        for tool_id in ids:
-            if tool_id not in self._pos:
-                raise UnknownToolError(tool_id)
-        drop = set(ids)
-        kept = [(i, t) for i, t in zip(self._ids, self._texts, strict=True) if i not in drop]
-        self._ids = [i for i, _ in kept]
-        self._texts = [t for _, t in kept]
-        self._rebuild()
-
-    def _rebuild(self) -> None:
-        self._pos = {tool_id: p for p, tool_id in enumerate(self._ids)}
+    def _refit(self) -> None:
         if not self._ids:
             self._bm25, self._vocab, self._term_max = None, {}, np.zeros(0, dtype=np.float32)
             return
@@ -102,9 +72,5 @@ class BM25Index:
         return float(self._term_max[token_ids].sum()) if token_ids else 0.0
 
     def search(self, query: str, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-``k`` positions (int64) and BM25 scores (float32), best first."""
-        scores = self.scores(query)
-        k = max(0, min(int(k), len(scores)))
-        top = np.argpartition(-scores, k - 1)[:k] if 0 < k < len(scores) else np.arange(len(scores))
-        top = top[np.argsort(-scores[top], kind="stable")][:k]
-        return top.astype(np.int64), scores[top]
+        """Top-``k`` positions (int64) and BM25 scores (float32), best first (ties by position)."""
+        return top_k(self.scores(query), k)

@@ -29,10 +29,10 @@ import numpy as np
 
 from rated.catalog.schema import Tool
 from rated.catalog.text import DEFAULT_LEXICAL, TextConfig, lexical_text
-from rated.errors import ConfigError, QueryError, UnknownToolError
+from rated.errors import ConfigError, QueryError
 from rated.index.dense import DenseIndex
 from rated.index.fusion import convex, normalise, ranks, rrf, top_k
-from rated.index.ids import check_new_ids
+from rated.index.ids import check_known_ids, check_new_ids
 from rated.index.lexical import BM25Index
 from rated.index.tfidf import TfidfIndex
 
@@ -137,10 +137,7 @@ class SemanticIndex:
 
     def remove(self, tool_ids: Sequence[str]) -> None:
         """Drop tools by id (``UnknownToolError`` for an id not in the pool)."""
-        known = set(self._dense.ids)
-        for tool_id in tool_ids:
-            if tool_id not in known:
-                raise UnknownToolError(tool_id)
+        check_known_ids(tool_ids, set(self._dense.ids))
         self._dense.remove(tool_ids)
         if self._lexical is not None:
             self._lexical.remove(tool_ids)

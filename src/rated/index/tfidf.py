@@ -7,14 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from rated.errors import UnknownToolError
-from rated.index.ids import check_new_ids
+from rated.index.refit import RefitTextIndex
 from rated.index.tokenize import tokenize
 
 __all__ = ["TfidfIndex"]
 
 
-class TfidfIndex:
+class TfidfIndex(RefitTextIndex):
     """Sublinear-tf TF-IDF vectors, L2-normalised, scored by cosine; refit on every add/remove.
 
     >>> idx = TfidfIndex()
@@ -24,21 +23,12 @@ class TfidfIndex:
     """
 
     def __init__(self, stem: bool = True, ngram_max: int = 1, sublinear_tf: bool = True):
+        super().__init__()
         self.stem = bool(stem)
         self.ngram_max = int(ngram_max)
         self.sublinear_tf = bool(sublinear_tf)
-        self._ids: list[str] = []
-        self._texts: list[str] = []
-        self._pos: dict[str, int] = {}
         self._vectorizer: TfidfVectorizer | None = None
         self._matrix = None
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    @property
-    def ids(self) -> list[str]:
-        return list(self._ids)
 
     def _analyzer(self, text: str) -> list[str]:
         words = tokenize(text, stem=self.stem)
@@ -49,26 +39,7 @@ class TfidfIndex:
             grams.extend(" ".join(words[i : i + n]) for i in range(len(words) - n + 1))
         return grams
 
-    def add(self, ids: Sequence[str], texts: Sequence[str]) -> None:
-        if len(ids) != len(texts):
-            raise ValueError(f"{len(ids)} ids but {len(texts)} texts")
-        check_new_ids(ids, self._pos)
-        self._ids.extend(ids)
-        self._texts.extend(texts)
-        self._refit()
-
-    def remove(self, ids: Sequence[str]) -> None:
-        for tool_id in ids:
-            if tool_id not in self._pos:
-                raise UnknownToolError(tool_id)
-        drop = set(ids)
-        kept = [(i, t) for i, t in zip(self._ids, self._texts, strict=True) if i not in drop]
-        self._ids = [i for i, _ in kept]
-        self._texts = [t for _, t in kept]
-        self._refit()
-
     def _refit(self) -> None:
-        self._pos = {tool_id: p for p, tool_id in enumerate(self._ids)}
         if not self._ids or not any(self._analyzer(t) for t in self._texts):
             self._vectorizer, self._matrix = None, None
             return
