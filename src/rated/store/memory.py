@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from rated.store.base import OutcomeRecord, OutcomeStats, StoredCatalog
-from rated.store.stats import summarise_outcomes
+from rated.store.rows import check_tool_rows, empty_catalog_dim
+from rated.store.stats import recent_outcomes, summarise_outcomes
 
 __all__ = ["MemoryStore"]
 
@@ -44,7 +45,7 @@ class MemoryStore:
         with self._lock:
             ids = tuple(self._tools)
             rows = list(self._tools.values())
-        dim = int(self._meta.get("encoder", {}).get("dim", 0)) if not rows else rows[0][1].shape[0]
+        dim = empty_catalog_dim(self._meta) if not rows else rows[0][1].shape[0]
         return StoredCatalog(
             ids=ids,
             records=tuple(r[0] for r in rows),
@@ -61,8 +62,7 @@ class MemoryStore:
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
     ) -> int:
-        emb = np.asarray(embeddings, dtype=np.float32)
-        details = list(prior_detail) if prior_detail is not None else [{} for _ in ids]
+        emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
         with self._lock:
             for i, tool_id in enumerate(ids):
                 self._tools[tool_id] = (records[i], emb[i].copy(), float(prior[i]), dict(details[i]))
@@ -126,13 +126,11 @@ class MemoryStore:
     def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:
         """The most recent ``limit`` records (all when None), oldest first."""
         with self._lock:
-            rows = [r for r in self._log if tool_id is None or r.tool_id == tool_id]
-        return rows if limit is None else rows[-limit:] if limit > 0 else []
+            return recent_outcomes(self._log, tool_id, limit)
 
     def outcome_stats(self, tool_ids: Sequence[str] | None = None) -> dict[str, OutcomeStats]:
-        wanted = None if tool_ids is None else set(tool_ids)
         with self._lock:
-            return summarise_outcomes(r for r in self._log if wanted is None or r.tool_id in wanted)
+            return summarise_outcomes(self._log, tool_ids)
 
     def close(self) -> None:
         return None

@@ -24,7 +24,8 @@ import numpy as np
 
 from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
 from rated.store.base import FORMAT_VERSION, OutcomeRecord, OutcomeStats, StoredCatalog
-from rated.store.stats import summarise_outcomes
+from rated.store.rows import check_tool_rows, empty_catalog_dim
+from rated.store.stats import recent_outcomes, summarise_outcomes
 
 __all__ = ["RedisStore"]
 
@@ -137,7 +138,7 @@ class RedisStore:
 
         order, tools, emb, prior = self._call(read)
         ids = tuple(i.decode() for i in order)
-        dim = len(emb[order[0]]) // 4 if ids else int(self.get_meta().get("encoder", {}).get("dim", 0))
+        dim = len(emb[order[0]]) // 4 if ids else empty_catalog_dim(self.get_meta())
         matrix = np.empty((len(ids), dim), dtype=np.float32)
         priors = np.empty(len(ids), dtype=np.float32)
         details = []
@@ -159,10 +160,7 @@ class RedisStore:
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
     ) -> int:
-        emb = np.ascontiguousarray(embeddings, dtype="<f4")
-        if emb.ndim != 2 or emb.shape[0] != len(ids) or len(records) != len(ids) or len(prior) != len(ids):
-            raise ConfigError("put_tools: ids, records, embeddings and prior must have the same length")
-        details = list(prior_detail) if prior_detail is not None else [{} for _ in ids]
+        emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
 
         def body(pipe: Any) -> int:
             scores = pipe.zmscore(self._k("order"), list(ids)) if ids else []
@@ -278,12 +276,10 @@ class RedisStore:
                 return []
             raw = self._call(lambda: self._r.lrange(self._k("log"), -int(limit), -1))
             return [OutcomeRecord(*json.loads(r)) for r in raw]
-        rows = [r for r in self._log() if tool_id is None or r.tool_id == tool_id]
-        return rows if limit is None else rows[-limit:] if limit > 0 else []
+        return recent_outcomes(self._log(), tool_id, limit)
 
     def outcome_stats(self, tool_ids: Sequence[str] | None = None) -> dict[str, OutcomeStats]:
-        wanted = None if tool_ids is None else set(tool_ids)
-        return summarise_outcomes(r for r in self._log() if wanted is None or r.tool_id in wanted)
+        return summarise_outcomes(self._log(), tool_ids)
 
     def close(self) -> None:
         self._call(self._r.close)

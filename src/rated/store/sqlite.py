@@ -33,7 +33,8 @@ import numpy as np
 
 from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
 from rated.store.base import FORMAT_VERSION, OutcomeRecord, OutcomeStats, StoredCatalog
-from rated.store.stats import outcome_class
+from rated.store.rows import check_tool_rows, empty_catalog_dim
+from rated.store.stats import outcome_slot
 
 __all__ = ["SQLiteStore"]
 
@@ -173,7 +174,7 @@ class SQLiteStore:
         dims = {r[2] for r in rows}
         if len(dims) > 1:
             raise IndexFormatError(f"{self.path}: embeddings of different sizes {sorted(dims)}")
-        dim = dims.pop() if dims else int(self.get_meta().get("encoder", {}).get("dim", 0))
+        dim = dims.pop() if dims else empty_catalog_dim(self.get_meta())
         emb = np.empty((len(rows), dim), dtype=np.float32)
         for i, r in enumerate(rows):
             emb[i] = np.frombuffer(r[3], dtype="<f4", count=dim)
@@ -193,10 +194,7 @@ class SQLiteStore:
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
     ) -> int:
-        emb = np.ascontiguousarray(embeddings, dtype="<f4")
-        if emb.ndim != 2 or emb.shape[0] != len(ids) or len(records) != len(ids) or len(prior) != len(ids):
-            raise ConfigError("put_tools: ids, records, embeddings and prior must have the same length")
-        details = list(prior_detail) if prior_detail is not None else [{} for _ in ids]
+        emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
         with self._write() as conn:
             (top,) = conn.execute("SELECT COALESCE(MAX(position), -1) FROM tools").fetchone()
             existing = dict(conn.execute("SELECT id, position FROM tools").fetchall()) if ids else {}
@@ -324,7 +322,7 @@ class SQLiteStore:
         grouped = self._read(f"SELECT tool_id, outcome, COUNT(*) FROM outcomes {where} GROUP BY 1, 2", params)
         for tool_id, outcome, n in grouped:
             row = counts.setdefault(tool_id, [0, 0, 0])
-            row[{"success": 0, "failure": 1, "caller_error": 2}[outcome_class(outcome)]] += n
+            row[outcome_slot(outcome)] += n
         last = {
             t: (o, when)
             for t, o, when in self._read(
