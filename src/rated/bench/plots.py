@@ -4,8 +4,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = ["grouped_bars", "heatmap_grid", "success_curves"]
+
+
+def _pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display), imported only when plotting."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig: Any, path: str | Path) -> Path:
+    """Lay out, write ``fig`` as a PNG at ``path`` (creating its folder), free it and return the path."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
 
 
 def grouped_bars(
@@ -19,12 +42,9 @@ def grouped_bars(
 ) -> Path:
     """One group of bars per method, one bar per metric; ``errors[method][metric] = (lo, hi)`` draws a
     confidence interval. Writes a PNG and returns its path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
+    plt = _pyplot()
     methods = list(values)
     x = np.arange(len(methods))
     width = 0.8 / max(1, len(metrics))
@@ -33,15 +53,10 @@ def grouped_bars(
         heights = [values[m].get(metric, 0.0) for m in methods]
         yerr = None
         if errors is not None and any(metric in errors.get(m, {}) for m in methods):
-            lo = [
-                heights[i] - errors.get(m, {}).get(metric, (heights[i], heights[i]))[0]
-                for i, m in enumerate(methods)
-            ]
-            hi = [
-                errors.get(m, {}).get(metric, (heights[i], heights[i]))[1] - heights[i]
-                for i, m in enumerate(methods)
-            ]
-            yerr = np.array([lo, hi])
+            h = np.asarray(heights, dtype=float)
+            bounds = [errors.get(m, {}).get(metric, (v, v)) for m, v in zip(methods, h, strict=True)]
+            lo, hi = np.array(bounds, dtype=float).T
+            yerr = np.array([h - lo, hi - h])
         ax.bar(x + (j - (len(metrics) - 1) / 2) * width, heights, width, label=metric, yerr=yerr, capsize=2)
     ax.set_xticks(x, methods, rotation=20, ha="right")
     ax.set_ylim(0, 1)
@@ -50,12 +65,7 @@ def grouped_bars(
         ax.set_title(title)
     ax.legend(ncol=len(metrics), fontsize="small", loc="upper left")
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _save(fig, path)
 
 
 # ---- dynamic benchmark (engineer P) ------------------------------------------------------------------
@@ -72,11 +82,7 @@ def success_curves(
 ) -> Path:
     """One line per method over the stream (oracles dashed); ``marks`` draws labelled vertical lines
     (failure onset, recovery). Writes a PNG and returns its path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9.0, 4.8))
     colours = plt.get_cmap("tab20").colors
     for i, (label, values) in enumerate(curves.items()):
@@ -94,12 +100,7 @@ def success_curves(
     ax.grid(alpha=0.3)
     if curves:
         ax.legend(fontsize="small", ncol=2, loc="lower left")
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _save(fig, path)
 
 
 def heatmap_grid(
@@ -112,12 +113,9 @@ def heatmap_grid(
 ) -> Path:
     """Side-by-side heatmaps, one per ``(panel title, x values, y values, values[y][x])``, each cell
     annotated with its value. Writes a PNG and returns its path."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
+    plt = _pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.0), squeeze=False)
     for ax, (name, xs, ys, values) in zip(axes[0], panels, strict=True):
         grid = np.asarray(values, dtype=float)
@@ -132,9 +130,4 @@ def heatmap_grid(
         fig.colorbar(im, ax=ax, shrink=0.8)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return _save(fig, path)
