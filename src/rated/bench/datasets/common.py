@@ -6,14 +6,26 @@ import json
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from rated.bench.dataset import SPLITS, Dataset, Query
 from rated.catalog.schema import Tool
 from rated.errors import DataError
+from rated.paths import data_dir
 
-__all__ = ["Problems", "Prepared", "add_distractors", "assign_splits", "check_labels", "write_jsonl"]
+__all__ = [
+    "Problems",
+    "Prepared",
+    "add_distractors",
+    "assign_splits",
+    "check_labels",
+    "data_root",
+    "read_json",
+    "require_file",
+    "write_jsonl",
+]
 
 
 @dataclass
@@ -108,3 +120,28 @@ def write_jsonl(rows: Sequence[dict], path: Path) -> None:
     with path.open("w", encoding="utf-8") as fh:
         for row in rows:
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def data_root(root: Path | None, name: str) -> Path:
+    """``root`` when given, else ``data_dir()/name``; a ``DataError`` says what to set when neither is."""
+    if root is not None:
+        return root
+    base = data_dir()
+    if base is None:
+        raise DataError(f"no data directory: set RATED_DATA_DIR to the folder holding {name}/")
+    return base / name
+
+
+def require_file(path: Path) -> Path:
+    """``path``, or a ``DataError`` pointing at the data README when it is missing."""
+    if not path.is_file():
+        raise DataError(f"{path} not found (see shared/data/README.md)")
+    return path
+
+
+def read_json(path: Path) -> Any:
+    """A benchmark JSON file, with a ``DataError`` naming the file when it is missing or invalid."""
+    try:
+        return json.loads(require_file(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: invalid JSON ({exc.msg})") from None

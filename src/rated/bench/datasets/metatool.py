@@ -9,15 +9,20 @@ tool has queries in each split; results on it are in-domain for any model traine
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 from rated.bench.dataset import Dataset, Query
-from rated.bench.datasets.common import Prepared, Problems, assign_splits, check_labels
+from rated.bench.datasets.common import (
+    Prepared,
+    Problems,
+    assign_splits,
+    check_labels,
+    data_root,
+    read_json,
+    require_file,
+)
 from rated.catalog.schema import Tool
 from rated.catalog.text import normalise_space
-from rated.errors import DataError
-from rated.paths import data_dir
 
 __all__ = ["load_metatool"]
 
@@ -25,25 +30,14 @@ FRACTIONS = (0.8, 0.1, 0.1)
 SEED = 0
 
 
-def _json(path: Path):
-    if not path.is_file():
-        raise DataError(f"{path} not found (see shared/data/README.md)")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: invalid JSON ({exc.msg})") from None
-
-
 def load_metatool(root: Path | None = None, include_multi: bool = True) -> Prepared:
     """Convert MetaTool's single-tool (and, with ``include_multi``, two-tool) queries."""
-    if root is None:
-        base = data_dir()
-        if base is None:
-            raise DataError("no data directory: set RATED_DATA_DIR to the folder holding metatool/")
-        root = base / "metatool"
+    root = data_root(root, "metatool")
     problems = Problems()
-    descriptions: dict[str, str] = _json(root / "plugin_des.json")
-    info = {str(p.get("name_for_model")): p for p in _json(root / "plugin_info.json") if isinstance(p, dict)}
+    descriptions: dict[str, str] = read_json(root / "plugin_des.json")
+    info = {
+        str(p.get("name_for_model")): p for p in read_json(root / "plugin_info.json") if isinstance(p, dict)
+    }
     tools = []
     for name, desc in sorted(descriptions.items()):
         extra = {}
@@ -61,9 +55,7 @@ def load_metatool(root: Path | None = None, include_multi: bool = True) -> Prepa
             )
         )
 
-    csv_path = root / "all_clean_data.csv"
-    if not csv_path.is_file():
-        raise DataError(f"{csv_path} not found (see shared/data/README.md)")
+    csv_path = require_file(root / "all_clean_data.csv")
     labels: dict[str, list[str]] = {}
     with csv_path.open(encoding="utf-8", newline="") as fh:
         for lineno, row in enumerate(csv.DictReader(fh), 2):
@@ -76,7 +68,7 @@ def load_metatool(root: Path | None = None, include_multi: bool = True) -> Prepa
                 rel.append(tool)
     queries = [Query(f"q{i}", text, tuple(rel)) for i, (text, rel) in enumerate(labels.items())]
     if include_multi:
-        for i, item in enumerate(_json(root / "multi_tool_query_golden.json")):
+        for i, item in enumerate(read_json(root / "multi_tool_query_golden.json")):
             text = str(item.get("query") or "").strip()
             queries.append(Query(f"multi-{i}", text, tuple(dict.fromkeys(map(str, item.get("tool") or [])))))
     splits = assign_splits(

@@ -9,16 +9,14 @@ level a tool is a whole RapidAPI tool (id ``tool_name``) whose description lists
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from rated.bench.dataset import Dataset, Query
-from rated.bench.datasets.common import Prepared, Problems, assign_splits, check_labels
+from rated.bench.datasets.common import Prepared, Problems, assign_splits, check_labels, data_root, read_json
 from rated.catalog.schema import Tool
 from rated.catalog.text import normalise_space
 from rated.errors import DataError
-from rated.paths import data_dir
 
 __all__ = ["FILES", "LEVELS", "load_stabletoolbench"]
 
@@ -59,14 +57,7 @@ def _schema(api: dict[str, Any]) -> dict[str, Any]:
 def _read(root: Path) -> list[tuple[str, dict[str, Any]]]:
     entries = []
     for name in FILES:
-        path = root / name
-        if not path.is_file():
-            raise DataError(f"{path} not found (see shared/data/README.md)")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}: invalid JSON ({exc.msg})") from None
-        entries.extend((name, e) for e in data)
+        entries.extend((name, e) for e in read_json(root / name))
     return entries
 
 
@@ -74,11 +65,7 @@ def load_stabletoolbench(level: str = "api", root: Path | None = None) -> Prepar
     """Convert the StableToolBench test queries (``level``: ``api`` or ``tool``)."""
     if level not in LEVELS:
         raise DataError(f"unknown StableToolBench level {level!r}; expected one of {', '.join(LEVELS)}")
-    if root is None:
-        base = data_dir()
-        if base is None:
-            raise DataError("no data directory: set RATED_DATA_DIR to the folder holding stabletoolbench/")
-        root = base / "stabletoolbench"
+    root = data_root(root, "stabletoolbench")
     problems = Problems()
     apis: dict[str, dict[str, Any]] = {}
     raw_queries: list[tuple[str, str, list[str]]] = []
