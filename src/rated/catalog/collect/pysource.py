@@ -135,17 +135,6 @@ class PySource:
         self._imports[module] = found
         return found
 
-    def internal_imports(self, module: str) -> list[str]:
-        """Modules of this package that ``module`` imports from."""
-        out = set()
-        for target in self.imports(module).values():
-            if target in self._files:
-                out.add(target)
-            elif target.rpartition(".")[0] in self._files:
-                out.add(target.rpartition(".")[0])
-        out.discard(module)
-        return sorted(out)
-
     # ------------------------------------------------------------------ names
 
     def lookup(self, module: str, name: str, _depth: int = 0) -> tuple[str, ast.AST] | None:
