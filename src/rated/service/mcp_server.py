@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rated.errors import ConfigError, RatedError
-from rated.outcome import OutcomeKind
 from rated.retriever import Retriever
+from rated.service.actions import checked_k, record_feedback
 from rated.service.schemas import FeedbackOut, RetrieveOut
 from rated.service.settings import Settings
 
@@ -48,8 +48,7 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
         healthy. ``degraded`` is true when no candidate looked healthy (the list is ranked anyway).
         """
         try:
-            if k > settings.max_k:
-                raise ConfigError(f"k is {k}; at most {settings.max_k} tools are returned")
+            k = checked_k(k, settings)
             return RetrieveOut.of(query, k, retriever.retrieve(query, k=k))
         except RatedError as exc:
             raise ToolError(str(exc)) from None
@@ -65,10 +64,7 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
         ``retry_after``: seconds, when the tool said when to come back.
         """
         try:
-            kind = OutcomeKind.parse(outcome)
-            retriever.feedback(tool_id, kind, query=query, retry_after=retry_after)
-            healthy = retriever.health(tool_id, stats=False).healthy
-            return FeedbackOut(recorded=True, tool_id=tool_id, outcome=kind.value, healthy=healthy)
+            return record_feedback(retriever, tool_id, outcome, query, retry_after)
         except RatedError as exc:
             raise ToolError(str(exc)) from None
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from rated.outcome import OutcomeKind
+from rated.service.actions import record_feedback
 from rated.service.deps import MetricsDep, RetrieverDep
 from rated.service.routes._errors import responses
 from rated.service.schemas import FeedbackIn, FeedbackOut
@@ -16,8 +16,6 @@ router = APIRouter(prefix="/feedback", tags=["feedback"])
 
 @router.post("", response_model=FeedbackOut, responses=responses(404, 422, 503))
 def feedback(body: FeedbackIn, retriever: RetrieverDep, metrics: MetricsDep) -> FeedbackOut:
-    kind = OutcomeKind.parse(body.outcome)
-    retriever.feedback(body.tool_id, kind, query=body.query, retry_after=body.retry_after)
-    metrics.feedback.labels(kind.value).inc()
-    health = retriever.health(body.tool_id, stats=False)
-    return FeedbackOut(recorded=True, tool_id=body.tool_id, outcome=kind.value, healthy=health.healthy)
+    out = record_feedback(retriever, body.tool_id, body.outcome, body.query, body.retry_after)
+    metrics.feedback.labels(out.outcome).inc()
+    return out

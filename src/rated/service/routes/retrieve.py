@@ -4,29 +4,22 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from rated.errors import ConfigError, QueryError
+from rated.errors import QueryError
+from rated.service.actions import checked_k
 from rated.service.deps import MetricsDep, RetrieverDep, SettingsDep
 from rated.service.routes._errors import responses
 from rated.service.schemas import RetrieveIn, RetrieveManyIn, RetrieveManyOut, RetrieveOut
-from rated.service.settings import Settings
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/retrieve", tags=["retrieve"])
 
 
-def _k(k: int | None, settings: Settings) -> int:
-    k = settings.default_k if k is None else k
-    if k > settings.max_k:
-        raise ConfigError(f"k is {k}; this service returns at most {settings.max_k} tools (max_k)")
-    return k
-
-
 @router.post("", response_model=RetrieveOut, responses=responses(422, 503))
 def retrieve(
     body: RetrieveIn, retriever: RetrieverDep, settings: SettingsDep, metrics: MetricsDep
 ) -> RetrieveOut:
-    k = _k(body.k, settings)
+    k = checked_k(body.k, settings)
     out = RetrieveOut.of(body.query, k, retriever.retrieve(body.query, k=k))
     if out.degraded:
         metrics.degraded.inc()
@@ -37,7 +30,7 @@ def retrieve(
 def retrieve_many(
     body: RetrieveManyIn, retriever: RetrieverDep, settings: SettingsDep, metrics: MetricsDep
 ) -> RetrieveManyOut:
-    k = _k(body.k, settings)
+    k = checked_k(body.k, settings)
     if len(body.queries) > settings.max_batch:
         raise QueryError(
             f"{len(body.queries)} queries; a batch holds at most {settings.max_batch} (max_batch)"

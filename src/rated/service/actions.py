@@ -1,0 +1,29 @@
+"""What the HTTP routes and the MCP tools both do, written once: they are thin adapters over these."""
+
+from __future__ import annotations
+
+from rated.errors import ConfigError
+from rated.outcome import OutcomeKind
+from rated.retriever import Retriever
+from rated.service.schemas import FeedbackOut
+from rated.service.settings import Settings
+
+__all__ = ["checked_k", "record_feedback"]
+
+
+def checked_k(k: int | None, settings: Settings) -> int:
+    """``k``, or the service's default when None; a ``ConfigError`` when it exceeds ``max_k``."""
+    k = settings.default_k if k is None else k
+    if k > settings.max_k:
+        raise ConfigError(f"k is {k}; this service returns at most {settings.max_k} tools (max_k)")
+    return k
+
+
+def record_feedback(
+    retriever: Retriever, tool_id: str, outcome: str, query: str | None, retry_after: float | None
+) -> FeedbackOut:
+    """Parse ``outcome``, persist it, and answer with the tool's health right after it."""
+    kind = OutcomeKind.parse(outcome)
+    retriever.feedback(tool_id, kind, query=query, retry_after=retry_after)
+    healthy = retriever.health(tool_id, stats=False).healthy
+    return FeedbackOut(recorded=True, tool_id=tool_id, outcome=kind.value, healthy=healthy)
