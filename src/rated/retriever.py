@@ -29,7 +29,8 @@ import math
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -40,6 +41,7 @@ from pydantic import ValidationError
 from rated.catalog.schema import Tool
 from rated.encode.base import Encoder
 from rated.errors import CatalogError, CatalogProblem, ConfigError, ModelError, QueryError, UnknownToolError
+from rated.index.ids import check_known_ids
 from rated.outcome import Outcome, OutcomeKind
 from rated.policy.base import Candidates, Feedback, Policy, Ranking
 from rated.store.base import OutcomeRecord, OutcomeStats, Store
@@ -186,7 +188,7 @@ class Retriever:
         encoder = encoder if encoder is not None else _default_encoder(progress)
 
         store = open_store(db, create=True, **store_options)
-        try:
+        with _closing_on_error(store, db):
             if store.get_meta() or store.load_catalog().ids:
                 if not overwrite:
                     raise ConfigError(
@@ -206,19 +208,9 @@ class Retriever:
                 prior_stats=prior.stats.to_dict(),
                 rated_version=_rated_version(),
             )
-            store.put_tools(
-                [t.id for t in tools],
-                [t.model_dump_json() for t in tools],
-                embeddings,
-                prior.r_static,
-                [prior.record(i) for i in range(len(tools))],
-            )
+            _put_tools(store, tools, embeddings, prior)
             store.set_meta(meta.to_dict())
             return cls(store, encoder, policy, meta, clock=clock)
-        except BaseException:
-            if store is not db:  # a store the caller passed stays theirs
-                store.close()
-            raise
 
     @classmethod
     def open(
@@ -239,7 +231,7 @@ class Retriever:
         if unknown:
             raise ConfigError(f"unknown Retriever.open option(s): {', '.join(sorted(unknown))}")
         store = open_store(db, create=False, **store_options)
-        try:
+        with _closing_on_error(store, db):
             raw = store.get_meta()
             if not raw:
                 raise ConfigError(f"{_where(db)} holds no index yet (build one with `rated index`)")
@@ -248,10 +240,6 @@ class Retriever:
             if policy is None:
                 policy = _build_policy(meta.policy, meta.policy_params)
             return cls(store, encoder, policy, meta, clock=clock)
-        except BaseException:
-            if store is not db:  # a store the caller passed stays theirs
-                store.close()
-            raise
 
     # ---- retrieval ---------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int = 5) -> list[Hit]:
@@ -357,9 +345,7 @@ class Retriever:
             self._refresh()
 
             def update(current: Mapping[str, bytes]) -> dict[str, bytes]:
-                for key in keys:
-                    blob = current.get(key)
-                    self._policy.set_state(key, None if blob is None else decode_state(blob))
+                self._set_states(keys, current)
                 self._policy.learn(fb)
                 out = {}
                 for key in keys:
@@ -390,13 +376,7 @@ class Retriever:
                 raise CatalogError(f"{len(clash)} tool id(s) already indexed", problems)
             embeddings = _encode_tools(self._encoder, new, progress)
             prior = score_new(new, self._encoder, PriorStats.from_dict(self._meta.prior_stats))
-            version = self._store.put_tools(
-                [t.id for t in new],
-                [t.model_dump_json() for t in new],
-                embeddings,
-                prior.r_static,
-                [prior.record(i) for i in range(len(new))],
-            )
+            version = _put_tools(self._store, new, embeddings, prior)
             self._index.add(new, embeddings)
             self._set_pool(
                 self._index.tools,
@@ -409,9 +389,7 @@ class Retriever:
         ids = list(dict.fromkeys([tool_ids] if isinstance(tool_ids, str) else tool_ids))
         with self._lock:
             self._refresh()
-            for tool_id in ids:
-                if tool_id not in self._by_id:
-                    raise UnknownToolError(tool_id)
+            check_known_ids(ids, self._by_id)
             if len(ids) >= len(self._by_id):
                 raise ConfigError("cannot remove every tool: an index needs at least one")
             version = self._store.delete_tools(ids)
@@ -567,9 +545,12 @@ class Retriever:
             self._policy.set_state(key, decode_state(blob))
 
     def _reload_states(self, keys: Sequence[str]) -> None:
-        stored = self._store.load_states(keys)
+        self._set_states(keys, self._store.load_states(keys))
+
+    def _set_states(self, keys: Sequence[str], blobs: Mapping[str, bytes]) -> None:
+        """Give the policy each key's state from ``blobs`` (none, for a key that has no blob)."""
         for key in keys:
-            blob = stored.get(key)
+            blob = blobs.get(key)
             self._policy.set_state(key, None if blob is None else decode_state(blob))
 
     def _refresh(self) -> None:
@@ -650,6 +631,28 @@ def _parse_record(record: str, tool_id: str) -> Tool:
         return Tool.model_validate_json(record)
     except ValidationError as exc:
         raise IndexFormatError(f"stored record of tool {tool_id!r} is invalid: {exc}") from None
+
+
+def _put_tools(store: Store, tools: Sequence[Tool], embeddings: np.ndarray, prior: Any) -> int:
+    """Persist ``tools`` with their embeddings and prior (r_static and its per-tool detail)."""
+    return store.put_tools(
+        [t.id for t in tools],
+        [t.model_dump_json() for t in tools],
+        embeddings,
+        prior.r_static,
+        [prior.record(i) for i in range(len(tools))],
+    )
+
+
+@contextmanager
+def _closing_on_error(store: Store, db: object) -> Iterator[None]:
+    """Close a store opened for ``db`` when what follows fails; a store the caller passed stays theirs."""
+    try:
+        yield
+    except BaseException:
+        if store is not db:
+            store.close()
+        raise
 
 
 def _encode_tools(encoder: Encoder, tools: Sequence[Tool], progress: bool) -> np.ndarray:
