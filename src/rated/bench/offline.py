@@ -251,6 +251,18 @@ def evaluate(
     return rows, time.perf_counter() - start
 
 
+def _split_queries(dataset: Dataset, split: str) -> list[Query]:
+    queries = dataset.split(split)
+    if not queries:
+        raise DataError(f"dataset {dataset.name!r} has no {split!r} queries")
+    return queries
+
+
+def _mean_metrics(rows: Sequence) -> dict[str, float]:
+    """The per-query metrics averaged, rounded to 4 places for the report."""
+    return {k: round(v, 4) for k, v in summarise(rows).items()}
+
+
 def _auroc(pos: np.ndarray, neg: np.ndarray) -> float:
     """Probability that a query with a correct tool gets a higher top-1 score than one without."""
     if not len(pos) or not len(neg):
@@ -297,9 +309,7 @@ def run_offline(
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ConfigError(f"unknown method(s) {unknown}; expected some of {', '.join(METHODS)}")
-    queries = dataset.split(split)
-    if not queries:
-        raise DataError(f"dataset {dataset.name!r} has no {split!r} queries")
+    queries = _split_queries(dataset, split)
     ctx = OfflineContext(dataset, encoder, finetuned, progress=progress)
     texts = [q.text for q in queries]
     results: dict[str, dict[str, float]] = {}
@@ -316,7 +326,7 @@ def run_offline(
         next(METHODS[name](ctx, texts))  # warm: build indexes, encode tools, fit the prior
         top1: list[float] = []
         rows, seconds = evaluate(ctx.tool_ids, queries, METHODS[name](ctx, texts), top1)
-        results[name] = {k: round(v, 4) for k, v in summarise(rows).items()}
+        results[name] = _mean_metrics(rows)
         rr = [r.mrr for r in rows]
         per_query[name] = rr
         ci[name] = {"mrr": [round(x, 4) for x in bootstrap_ci(rr, n_boot=n_boot)]}
@@ -362,16 +372,14 @@ def run_ablation(
     progress: bool = False,
 ) -> dict[str, dict[str, float]]:
     """Mean metrics of each semantic-stage variant (fusion, lexical index, text) on one split."""
-    queries = dataset.split(split)
-    if not queries:
-        raise DataError(f"dataset {dataset.name!r} has no {split!r} queries")
+    queries = _split_queries(dataset, split)
     ctx = OfflineContext(dataset, encoder, progress=progress)
     texts = [q.text for q in queries]
     out = {}
     for name, (config, text) in variants.items():
         index = ctx.semantic_index(encoder, config, text)
         rows, _ = evaluate(ctx.tool_ids, queries, semantic_scores(ctx, index, encoder, texts))
-        out[name] = {k: round(v, 4) for k, v in summarise(rows).items()}
+        out[name] = _mean_metrics(rows)
     return out
 
 
