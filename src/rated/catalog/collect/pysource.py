@@ -337,21 +337,12 @@ class PySource:
 
     def urls(self, modules: Iterable[str]) -> list[str]:
         """http(s)/ws(s) URL constants, in order of appearance, without duplicates."""
-        out: list[str] = []
-        for module in modules:
-            for text in self.constants(module):
-                text = text.strip()
-                if _URL.match(text) and not _NOT_ENDPOINT.search(text) and text not in out:
-                    out.append(text)
-        return out
+        texts = (t.strip() for module in modules for t in self.constants(module))
+        return list(dict.fromkeys(t for t in texts if _URL.match(t) and not _NOT_ENDPOINT.search(t)))
 
     def env_vars(self, modules: Iterable[str]) -> list[str]:
-        out: list[str] = []
-        for module in modules:
-            for text in self.constants(module):
-                if is_env_var(text) and text not in out:
-                    out.append(text)
-        return out
+        """Environment-variable-like constants, in order of appearance, without duplicates."""
+        return list(dict.fromkeys(t for module in modules for t in self.constants(module) if is_env_var(t)))
 
     # ------------------------------------------------------------------ schemas
 
