@@ -9,7 +9,6 @@ archive whose checksum no longer matches is fetched again (into a temporary fold
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from rated.encode.manifest import file_sha256
 from rated.errors import RatedError
 from rated.paths import rated_home
 
@@ -86,12 +86,12 @@ class Fetcher:
         archive = archives[0]
         sidecar = archive.with_name(archive.name + ".sha256")
         if sidecar.is_file():
-            return archive if sidecar.read_text().strip() == _sha256(archive) else None
+            return archive if sidecar.read_text().strip() == file_sha256(archive) else None
         try:  # archive put there by hand (or by a test): accept it once it opens, and record its checksum
             verify_archive(archive)
         except FetchError:
             return None
-        sidecar.write_text(_sha256(archive) + "\n")
+        sidecar.write_text(file_sha256(archive) + "\n")
         return archive
 
     def fetch(self, spec: PackageSpec) -> Path:
@@ -112,7 +112,7 @@ class Fetcher:
                 if corrupt:
                     raise FetchError(f"{exc} (and the cached copy in {folder} is corrupt)") from None
                 raise
-            (Path(tmp) / (archive.name + ".sha256")).write_text(_sha256(archive) + "\n")
+            (Path(tmp) / (archive.name + ".sha256")).write_text(file_sha256(archive) + "\n")
             staged = Path(tmp) / "entry"
             staged.mkdir()
             for p in (archive, Path(tmp) / (archive.name + ".sha256")):
@@ -153,11 +153,3 @@ class Fetcher:
         if len(found) != 1:
             raise FetchError(f"{spec}: expected one archive after download, found {[p.name for p in found]}")
         return found[0]
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
