@@ -311,8 +311,9 @@ class SQLiteStore:
         return [OutcomeRecord(t, tool, o, q, r) for t, tool, o, q, r in reversed(rows)]
 
     def outcome_stats(self, tool_ids: Sequence[str] | None = None) -> dict[str, OutcomeStats]:
-        if tool_ids is not None and len(tool_ids) > 500:
-            return {t: s for t, s in self.outcome_stats().items() if t in set(tool_ids)}
+        if tool_ids is not None and len(tool_ids) > 500:  # over SQLite's bound-parameter limit: filter here
+            wanted = set(tool_ids)
+            return {t: s for t, s in self.outcome_stats().items() if t in wanted}
         where, params = "", []
         if tool_ids is not None:
             if not tool_ids:
