@@ -265,8 +265,9 @@ class RedisStore:
         return (int(catver or 0) << 40) + int(seq or 0)
 
     # ---- outcome log -------------------------------------------------------------------------------
-    def _log(self) -> list[OutcomeRecord]:
-        raw = self._call(lambda: self._r.lrange(self._k("log"), 0, -1))
+    def _log(self, start: int = 0) -> list[OutcomeRecord]:
+        """The outcome log from index ``start`` (negative: that many from the end), oldest first."""
+        raw = self._call(lambda: self._r.lrange(self._k("log"), start, -1))
         return [OutcomeRecord(*json.loads(r)) for r in raw]
 
     def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:
@@ -274,8 +275,7 @@ class RedisStore:
         if tool_id is None and limit is not None:
             if limit <= 0:
                 return []
-            raw = self._call(lambda: self._r.lrange(self._k("log"), -int(limit), -1))
-            return [OutcomeRecord(*json.loads(r)) for r in raw]
+            return self._log(-int(limit))
         return recent_outcomes(self._log(), tool_id, limit)
 
     def outcome_stats(self, tool_ids: Sequence[str] | None = None) -> dict[str, OutcomeStats]:
