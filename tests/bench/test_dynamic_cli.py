@@ -129,3 +129,14 @@ def test_user_errors_are_one_line(data: Path, tmp_path: Path, capsys, extra: lis
     args = ["bench", "dynamic", "--dataset", str(data), *FAST, "--out", str(tmp_path / "x.json"), *extra]
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_infinite_settings_survive_json() -> None:
+    import math
+
+    from rated.bench.dynamic.report import json_params
+    from rated.cli.bench_dynamic import _tuned_params
+
+    written = json.loads(json.dumps({"methods": {"global_mab": {"params": json_params({"half_life": math.inf})}}}))
+    assert written["methods"]["global_mab"]["params"] == {"half_life": "inf"}
+    assert _tuned_params(written) == {"global_mab": {"half_life": math.inf}}

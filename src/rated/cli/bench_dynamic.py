@@ -264,6 +264,7 @@ class _Progress:
 
 
 def _run_tuning(args: argparse.Namespace, env: Any, specs: list[Any], progress: _Progress) -> dict[str, Any]:
+    from rated.bench.dynamic.report import json_params
     from rated.bench.dynamic.runner import prepare
     from rated.bench.dynamic.tuning import tune_all
 
@@ -273,9 +274,22 @@ def _run_tuning(args: argparse.Namespace, env: Any, specs: list[Any], progress: 
     return {
         "validation_seeds": list(cfg.seeds),
         "methods": {
-            label: {"params": r.params, "val_post_fail_sr": r.post_fail_sr, "val_fsr": r.fsr, "grid": r.tried}
+            label: {
+                "params": json_params(r.params),
+                "val_post_fail_sr": r.post_fail_sr,
+                "val_fsr": r.fsr,
+                "grid": [{**t, "params": json_params(t["params"])} for t in r.tried],
+            }
             for label, r in results.items()
         },
+    }
+
+
+def _tuned_params(tuning: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Chosen settings per method from a tuning payload ("inf" strings back to floats)."""
+    return {
+        m: {k: _value(x) if isinstance(x, str) else x for k, x in v["params"].items()}
+        for m, v in tuning.get("methods", {}).items()
     }
 
 
@@ -295,13 +309,13 @@ def _dynamic(args: argparse.Namespace) -> int:
         if not args.tuned.is_file():
             raise ConfigError(f"{args.tuned}: no such file (write it with 'rated bench tune')")
         tuning = json.loads(args.tuned.read_text())
-        tuned = {m: v["params"] for m, v in tuning.get("methods", {}).items()}
+        tuned = _tuned_params(tuning)
     with _Progress("preparing the benchmark") as progress:
         env = _env(args)
         if args.tune:
             fixed = set(args.fixed)
             tuning = _run_tuning(args, env, [s for s in _specs(args) if s.label not in fixed], progress)
-            tuned = {m: v["params"] for m, v in tuning["methods"].items()}
+            tuned = _tuned_params(tuning)
         result = run_benchmark(env, _config(args, args.validation), _specs(args, tuned), on_progress=progress)
     report = to_json(result, tuning)
     _write_json(args.out, report)

@@ -11,10 +11,20 @@ import numpy as np
 
 from rated.bench.dynamic.runner import BenchResult
 
-__all__ = ["best_baseline", "markdown_table", "plot_curves", "to_json"]
+__all__ = ["best_baseline", "json_params", "markdown_table", "plot_curves", "to_json"]
 
 NOT_BASELINES = ("rated", "oracle")
 MULTI_CALL = ("retry3",)  # methods that may call several tools per step
+
+
+def json_params(params: Any) -> dict[str, Any]:
+    """Method settings for JSON: an infinite setting (a half-life of inf) is written as the string "inf"."""
+    out = {}
+    for k, v in dict(params).items():
+        if isinstance(v, float | np.floating) and not math.isfinite(float(v)):
+            v = "inf" if v > 0 else "-inf"
+        out[str(k)] = v
+    return out
 
 
 def _clean(x: Any) -> Any:
@@ -56,7 +66,7 @@ def to_json(result: BenchResult, tuning: dict[str, Any] | None = None) -> dict[s
             **summary[label],
             "policy": spec.policy,
             "retriever": spec.retriever,
-            "params": dict(spec.params),
+            "params": json_params(spec.params),
             "seconds": result.seconds.get(label, 0.0),
             "per_seed": result.per_seed[label],
         }
