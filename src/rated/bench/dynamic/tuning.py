@@ -14,9 +14,10 @@ Starting values come from libraries practitioners use:
 - ``global_mab``: weight {0.15, 0.3, 0.5, 1.0} x gamma {0.95, 1.0} x half-life {500, 2000, inf}
   (the paper's gamma 0.95, alpha 0.1).
 - ``batch_policy``: batch {50, 200, 500} steps x weight {0.3, 1.0} x half-life {500, inf}.
-- ``rated``: ``RATED_GRID``, the settings that trade memory length and provider sharing against each
-  other (base recovery half-life of a server error {200, 800, 3200}, w3 {0.05, 0.10}, provider noise
-  {0.1, 0.3}); everything else stays at its default.
+- ``rated``: ``RATED_GRID``, the settings that decide how long a failure is remembered (base recovery
+  half-life of a server error {200, 800, 3200} x back-off {1, 2}, the same two knobs as the breaker's)
+  and the prior's weight w3 {0.05, 0.10} (x provider noise {0.1, 0.3} where providers fail together);
+  everything else stays at its default.
 
 Selection: the highest mean Post-Fail SR over the validation seeds; ties (within 1e-4) go to the lower
 FSR, then to the earlier grid point.
@@ -40,8 +41,8 @@ __all__ = ["GRIDS", "RATED_GRID", "TuneResult", "grid_points", "tune", "tune_all
 
 RATED_GRID: dict[str, list[Any]] = {
     "recover_tool_error": [200.0, 800.0, 3200.0],
+    "backoff": [1.0, 2.0],
     "w3": [0.05, 0.10],
-    "provider_noise": [0.1, 0.3],
 }
 
 GRIDS: dict[str, dict[str, list[Any]]] = {
@@ -69,6 +70,7 @@ GRIDS: dict[str, dict[str, list[Any]]] = {
     "rated": RATED_GRID,
 }
 RATE_LIMIT_SCENARIOS = ("outages", "caller_errors")
+PROVIDER_SCENARIOS = ("outages", "provider")
 
 
 def grid_points(policy: str, scenario: str) -> list[dict[str, Any]]:
@@ -76,6 +78,8 @@ def grid_points(policy: str, scenario: str) -> list[dict[str, Any]]:
     grid = dict(GRIDS.get(policy, {}))
     if policy in ("breaker", "window_breaker") and scenario in RATE_LIMIT_SCENARIOS:
         grid["respect_retry_after"] = [False, True]
+    if policy == "rated" and scenario in PROVIDER_SCENARIOS:
+        grid["provider_noise"] = [0.1, 0.3]
     if not grid:
         return [{}]
     keys = list(grid)
