@@ -87,3 +87,20 @@ def test_missing_llama_cpp_names_the_extra(tmp_path, monkeypatch):
     gen = LocalGenerator(gguf)
     with pytest.raises(ModelError, match=r"rated\[synth\]"):
         list(gen.generate([Job("a", ({"role": "user", "content": "x"},))]))
+
+
+@pytest.mark.slow
+def test_real_smollm2_writes_parseable_queries():
+    pytest.importorskip("llama_cpp")
+    try:
+        weights = smollm2_weights(download=False)
+    except ModelError:
+        pytest.skip("SmolLM2 weights not prepared (run `rated synth --generator local` once)")
+    from rated.catalog.schema import Tool
+    from rated.synth.prompt import build_messages
+
+    tool = Tool(id="weather", name="get_weather", description="Current weather and forecast for a city.")
+    gen = LocalGenerator(weights, n_threads=2, max_tokens=96, temperature=0.2)
+    (out,) = list(gen.generate([Job("weather", tuple(build_messages(tool, 3)))]))
+    assert out.ok and out.raw.strip() and out.meta["completion_tokens"] > 0
+    assert out.queries  # the parser found at least one query in a real answer
