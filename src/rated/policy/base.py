@@ -129,7 +129,10 @@ class BasePolicy(abc.ABC):
         healthy_arr = np.ones(len(candidates), dtype=bool) if healthy is None else np.asarray(healthy, bool)
         degraded = not bool(healthy_arr.any())
         # healthy first, then by score; stable so that ties keep the semantic order
-        order = np.lexsort((-scores, ~healthy_arr)) if not degraded else np.argsort(-scores, kind="stable")
+        if degraded or healthy_arr.all():  # one group: a stable sort by score (same order, cheaper)
+            order = np.argsort(-scores, kind="stable")
+        else:
+            order = np.lexsort((-scores, ~healthy_arr))
         return Ranking(
             order=order, scores=scores, components=components, healthy=healthy_arr, degraded=degraded
         )

@@ -197,10 +197,12 @@ class RatedPolicy(BasePolicy):
             0 if p == t else get(PROVIDER_PREFIX + p, 0)
             for t, p in zip(ids, candidates.providers, strict=True)
         ]
-        if not any(rows) and not any(prows):
+        has_provider = any(prows)
+        if not has_provider and not any(rows):
             return self._score_fresh(candidates)
         k = len(ids)
-        sc = self._rows.scalars.take(rows + prows, axis=0)  # (2K, fields): tools, then their providers
+        # (K or 2K, fields): the tools, then their providers' shared rows
+        sc = self._rows.scalars.take(rows + prows if has_provider else rows, axis=0)
         decay = sc[:, :2] - now  # (t_fade - now, t_obs - now), each <= 0
         np.minimum(decay, 0.0, out=decay)
         decay[:, 0] *= self._inv_hl
@@ -209,22 +211,31 @@ class RatedPolicy(BasePolicy):
         fade, relax = decay[:, 0], decay[:, 1]
         up = self._up0 - sc[:, BETA] * relax  # 1 - P(down now)
         counts = sc[:, S : F + 1] * fade[:, None]
-        counts = counts[:k] + self.provider_weight * counts[k:]
+        if has_provider:
+            counts = counts[:k] + self.provider_weight * counts[k:]
+            avail = up[:k] * up[k:]
+        else:
+            avail = up * self._up0  # no provider evidence: the provider is up with the prior's odds
         total = counts[:, 0] + counts[:, 1]
         n0 = self.prior_strength
         m0 = 1.0 - self.prior_weight * (1.0 - prior) if self.prior_weight else 1.0
         rel = (counts[:, 0] + n0 * m0) / (total + n0)
-        avail = up[:k] * up[k:] * (sc[:k, BLOCKED] <= now)
+        blocked = sc[:k, BLOCKED] > now
+        if blocked.any():
+            avail[blocked] = 0.0
         x = candidates.context
         if self._dim is not None and self.contextual and x is not None and x.shape[0] == self._dim:
             vec = self._rows.vectors.take(rows, axis=0)  # (K, 2d): theta, then 1 / A
             d = self._dim
+            fk = fade[:k]
             xx = x * x
             fresh = float(xx.sum()) / self.ridge
-            rel += (vec[:, :d] @ x) * fade[:k]
-            np.clip(rel, 0.0, 1.0, out=rel)
-            var = fade[:k] * (vec[:, d:] @ xx - fresh) + fresh
-            bonus = self.alpha * np.sqrt(np.maximum(var, 0.0))
+            rel += (vec[:, :d] @ x) * fk
+            np.maximum(rel, 0.0, out=rel)
+            np.minimum(rel, 1.0, out=rel)
+            var = (vec[:, d:] @ xx - fresh) * fk + fresh  # >= 0 up to rounding
+            np.maximum(var, 0.0, out=var)
+            bonus = self.alpha * np.sqrt(var)
         else:
             bonus = self.alpha / np.sqrt(n0 + total)
         bandit = np.minimum(rel * avail * self._avail_norm + bonus, 1.0)
