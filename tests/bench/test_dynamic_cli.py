@@ -137,6 +137,7 @@ def test_infinite_settings_survive_json() -> None:
     from rated.bench.dynamic.report import json_params
     from rated.cli.bench_dynamic import _tuned_params
 
-    written = json.loads(json.dumps({"methods": {"global_mab": {"params": json_params({"half_life": math.inf})}}}))
+    payload = {"methods": {"global_mab": {"params": json_params({"half_life": math.inf})}}}
+    written = json.loads(json.dumps(payload))
     assert written["methods"]["global_mab"]["params"] == {"half_life": "inf"}
     assert _tuned_params(written) == {"global_mab": {"half_life": math.inf}}
