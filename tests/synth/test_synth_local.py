@@ -100,7 +100,7 @@ def test_real_smollm2_writes_parseable_queries():
     from rated.synth.prompt import build_messages
 
     tool = Tool(id="weather", name="get_weather", description="Current weather and forecast for a city.")
-    gen = LocalGenerator(weights, n_threads=2, max_tokens=96, temperature=0.2)
+    gen = LocalGenerator(weights, n_threads=2, max_tokens=48, temperature=0.2)
     (out,) = list(gen.generate([Job("weather", tuple(build_messages(tool, 3)))]))
     assert out.ok and out.raw.strip() and out.meta["completion_tokens"] > 0
     assert out.queries  # the parser found at least one query in a real answer
