@@ -32,7 +32,10 @@ A candidate is *healthy* while ``p_avail >= gate``; unhealthy ones are ranked af
 (fail open, flagged, when none is healthy). Probes go to suspected tools with the most expected missed
 demand. Scoring is O(d) per candidate; state exists only for tools and providers that got feedback.
 Durations are in the clock's units (steps in the simulator, seconds in production); ``time_scale``
-multiplies all of them.
+multiplies all of them. With seconds, the defaults remember a server error for about 3 minutes (doubling
+while it keeps failing), a timeout for under a minute, an authentication failure for about half an hour,
+and fade reliability evidence over about half an hour; the defaults were chosen on the dynamic benchmark
+(docs/dynamic-benchmark.md), where one step is one request.
 """
 
 from __future__ import annotations
