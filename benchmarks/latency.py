@@ -7,6 +7,10 @@ median to the encode-only median of the same run):
 - ``encode+search``: plus the semantic stage (dense + lexical, top-K = 10); ``search alone`` without
   the encoder (query embeddings computed beforehand);
 - ``retrieve``: ``Retriever.retrieve(q, k=5)`` end to end, SQLite-backed (store poll, re-rank, hits);
+  ``encode``/``retrieve (short queries)`` the same with real short MetaTool requests (the encoder's time
+  grows with the query's length: StableToolBench queries are long, multi-part ones);
+- ``retrieve after search``: what ``retrieve`` adds to encode+search (clock, candidates, RATED scoring,
+  fusion, sort, the k hits), on search results computed beforehand;
 - ``rerank+fusion``: building ``Candidates`` for the K candidates and ``policy.rank`` (RATED's bandit
   score, health gate and fusion), alone; also for the other policies (paper Table 3 rows);
 - ``feedback (memory)``: ``policy.learn`` of one outcome with its query context, in memory;
@@ -45,6 +49,8 @@ from rated.retriever import Retriever
 
 TARGETS_MS = {  # issue 2, "How it must perform"
     "retrieve": 3.0,
+    "retrieve (short queries)": 3.0,
+    "retrieve after search": 0.05,
     "rerank+fusion (rated)": 0.05,
     "feedback (memory)": 0.05,
     "feedback (sqlite, normal)": 1.0,
@@ -98,6 +104,19 @@ def load_pool(source: str, n_tools: int, seed: int) -> tuple[list[Tool], list[st
     return tools, queries
 
 
+def short_queries(n: int, rng: random.Random) -> list[str]:
+    """Real short user requests (MetaTool, about 15 tokens), beside StableToolBench's long multi-part ones
+    (about 60 tokens): encoder time grows with the query's length."""
+    from rated.bench.datasets import load
+
+    try:
+        texts = [q.text for q in load("metatool").dataset.queries]
+    except Exception as exc:  # the data is optional: say so and time the long queries only
+        console.print(f"no MetaTool queries ({exc}); timing long queries only")
+        return []
+    return [texts[rng.randrange(len(texts))] for _ in range(n)]
+
+
 def summarise(
     name: str, ms: np.ndarray, cpu: np.ndarray, base: float | None
 ) -> dict[str, float | str | None]:
@@ -142,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         encoder = default_encoder()
     rng = random.Random(args.seed)
     qs = [queries[rng.randrange(len(queries))] for _ in range(args.calls + args.warmup)]
+    short_qs = short_queries(args.calls + args.warmup, rng) if args.source == "stabletoolbench" else []
     q = lambda i: qs[i % len(qs)]  # noqa: E731
 
     texts = [tool_text(t) for t in tools]
@@ -172,9 +192,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     stage("encode+search", lambda i: r.index.search(q(i), encoder.encode_queries([q(i)])[0], k_cand), base)
     stage("search alone", lambda i: r.index.search(q(i), vecs[i], k_cand), base)
     stage("retrieve", lambda i: r.retrieve(q(i), k=5), base)
+    if short_qs:
+        stage("encode (short queries)", lambda i: encoder.encode_queries([short_qs[i % len(short_qs)]]), base)
+        stage("retrieve (short queries)", lambda i: r.retrieve(short_qs[i % len(short_qs)], k=5), base)
 
     # the semantic top-K of every query, fixed, so that only the re-ranking is timed
     found = [r.index.search(q(i), vecs[i], k_cand) for i in range(len(qs))]
+    # what retrieve adds on top of encode+search: clock, candidates, RATED, fusion, sort and the k hits
+    # (state from the feedback stages below is not there yet: fresh policy state, the common case)
+    stage("retrieve after search", lambda i: r._rank(*found[i], vecs[i], 5), base)
 
     def candidates(i: int, now: float) -> Candidates:
         pos, sem = found[i]

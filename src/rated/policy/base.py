@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import inspect
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, Self, runtime_checkable
@@ -23,9 +24,15 @@ import numpy as np
 from rated.errors import ConfigError
 from rated.outcome import Outcome
 
-__all__ = ["BasePolicy", "Candidates", "Feedback", "Policy", "Ranking", "State"]
+__all__ = ["BasePolicy", "Candidates", "Feedback", "Policy", "Ranking", "State", "all_finite"]
 
 State = dict[str, np.ndarray]  # a policy's persisted state for one key: named float arrays
+
+
+def all_finite(arr: np.ndarray) -> bool:
+    """True when no entry is NaN or infinite: one reduction on the common path (a finite sum implies
+    finite entries), the exact test only when the sum is not finite (NaN, inf, or overflow)."""
+    return math.isfinite(np.add.reduce(arr, axis=None, dtype=np.float64)) or bool(np.isfinite(arr).all())
 
 
 @dataclass(frozen=True)
@@ -51,14 +58,14 @@ class Candidates:
             arr = np.asarray(getattr(self, name), dtype=np.float32)
             if arr.shape != (k,):
                 raise ConfigError(f"Candidates.{name} must have shape ({k},), got {arr.shape}")
-            if not np.isfinite(arr).all():  # (method form: several times faster than np.all)
+            if not all_finite(arr):
                 raise ConfigError(f"Candidates.{name} contains NaN or infinite scores")
             object.__setattr__(self, name, arr)
         if len(self.providers) != k:
             raise ConfigError(f"Candidates.providers must have {k} entries, got {len(self.providers)}")
         if self.context is not None:
             ctx = np.asarray(self.context, dtype=np.float32).ravel()
-            if not np.isfinite(ctx).all():
+            if not all_finite(ctx):
                 raise ConfigError("Candidates.context contains NaN or infinite values")
             object.__setattr__(self, "context", ctx)
 
@@ -124,17 +131,18 @@ class BasePolicy(abc.ABC):
     def rank(self, candidates: Candidates) -> Ranking:
         scores, components, healthy = self._score(candidates)
         scores = np.asarray(scores, dtype=np.float64)
-        if scores.shape != (len(candidates),) or not np.isfinite(scores).all():
+        k = len(candidates)
+        if scores.shape != (k,) or not all_finite(scores):
             raise ConfigError(f"{type(self).__name__}._score returned invalid scores: {scores!r}")
-        healthy_arr = np.ones(len(candidates), dtype=bool) if healthy is None else np.asarray(healthy, bool)
-        degraded = not bool(healthy_arr.any())
+        healthy_arr = np.ones(k, dtype=bool) if healthy is None else np.asarray(healthy, bool)
+        n_healthy = int(np.count_nonzero(healthy_arr))
         # healthy first, then by score; stable so that ties keep the semantic order
-        if degraded or healthy_arr.all():  # one group: a stable sort by score (same order, cheaper)
-            order = np.argsort(-scores, kind="stable")
+        if n_healthy in (0, k):  # one group: a stable sort by score (same order, cheaper)
+            order = (-scores).argsort(kind="stable")
         else:
             order = np.lexsort((-scores, ~healthy_arr))
         return Ranking(
-            order=order, scores=scores, components=components, healthy=healthy_arr, degraded=degraded
+            order=order, scores=scores, components=components, healthy=healthy_arr, degraded=n_healthy == 0
         )
 
     @abc.abstractmethod

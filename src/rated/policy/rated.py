@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
+from itertools import repeat
 from typing import ClassVar
 
 import numpy as np
@@ -193,64 +194,81 @@ class RatedPolicy(BasePolicy):
 
     # ---- ranking -----------------------------------------------------------------------------------
     def _score(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
-        now, ids, prior = candidates.now, candidates.tool_ids, candidates.prior
-        get = self._rows.index.get
-        rows = [get(t, 0) for t in ids]
-        prows = [
-            0 if p == t else get(PROVIDER_PREFIX + p, 0)
-            for t, p in zip(ids, candidates.providers, strict=True)
-        ]
-        has_provider = any(prows)
-        if not has_provider and not any(rows):
+        """Scalar estimates in plain Python floats: with K = 10 and state for a few candidates, a loop
+        over Python floats is several times faster than a dozen NumPy calls on (K, fields) arrays."""
+        index = self._rows.index
+        if not index:
             return self._score_fresh(candidates)
-        k = len(ids)
-        # (K or 2K, fields): the tools, then their providers' shared rows
-        sc = self._rows.scalars.take(rows + prows if has_provider else rows, axis=0)
-        decay = sc[:, :2] - now  # (t_fade - now, t_obs - now), each <= 0
-        np.minimum(decay, 0.0, out=decay)
-        decay[:, 0] *= self._inv_hl
-        decay[:, 1] *= sc[:, RATE]
-        np.exp2(decay, out=decay)
-        fade, relax = decay[:, 0], decay[:, 1]
-        up = self._up0 - sc[:, BETA] * relax  # 1 - P(down now)
-        counts = sc[:, S : F + 1] * fade[:, None]
-        if has_provider:
-            counts = counts[:k] + self.provider_weight * counts[k:]
-            avail = up[:k] * up[k:]
-        else:
-            avail = up * self._up0  # no provider evidence: the provider is up with the prior's odds
-        total = counts[:, 0] + counts[:, 1]
-        n0 = self.prior_strength
-        m0 = 1.0 - self.prior_weight * (1.0 - prior) if self.prior_weight else 1.0
-        rel = (counts[:, 0] + n0 * m0) / (total + n0)
-        blocked = sc[:k, BLOCKED] > now
-        if blocked.any():
-            avail[blocked] = 0.0
+        now, ids = candidates.now, candidates.tool_ids
+        get, k = index.get, len(ids)
+        rows = list(map(get, ids, repeat(0, k)))  # map over C callables: no Python frame per candidate
+        prows = list(map(get, map(PROVIDER_PREFIX.__add__, candidates.providers), repeat(0, k)))
+        if any(prows):  # a tool without a provider is its own provider: no shared row
+            prows = [0 if p == t else r for t, p, r in zip(ids, candidates.providers, prows, strict=True)]
+        elif not any(rows):
+            return self._score_fresh(candidates)
+        table = self._rows.scalars.take(rows + prows, axis=0).tolist()
+        prior = candidates.prior
+        n0, up0, pw, inv_hl = self.prior_strength, self._up0, self.provider_weight, self._inv_hl
+        m0 = (1.0 - self.prior_weight * (1.0 - prior)).tolist() if self.prior_weight else [1.0] * k
         x = candidates.context
-        if self._dim is not None and self.contextual and x is not None and x.shape[0] == self._dim:
-            vec = self._rows.vectors.take(rows, axis=0)  # (K, 2d): theta, then 1 / A
-            d = self._dim
-            fk = fade[:k]
-            xx = x * x
-            fresh = float(xx.sum()) / self.ridge
-            rel += (vec[:, :d] @ x) * fk
-            np.maximum(rel, 0.0, out=rel)
-            np.minimum(rel, 1.0, out=rel)
-            var = (vec[:, d:] @ xx - fresh) * fk + fresh  # >= 0 up to rounding
-            np.maximum(var, 0.0, out=var)
-            bonus = self.alpha * np.sqrt(var)
-        else:
-            bonus = self.alpha / np.sqrt(n0 + total)
-        bandit = np.minimum(rel * avail * self._avail_norm + bonus, 1.0)
+        contextual = self._dim is not None and self.contextual and x is not None and x.shape[0] == self._dim
+        if contextual:
+            fresh = float(np.dot(x, x)) / self.ridge
+            live = [i for i in range(k) if rows[i]]
+            corr, quad = [0.0] * k, [fresh] * k
+            if live:
+                xx = x * x
+                vec = self._rows.vectors.take([rows[i] for i in live], axis=0)  # theta, then 1 / A
+                d = self._dim
+                for i, c, q in zip(live, (vec[:, :d] @ x).tolist(), (vec[:, d:] @ xx).tolist(), strict=True):
+                    corr[i], quad[i] = c, q
+        # candidates without tool nor provider state keep the fresh estimate; only the others are computed
+        alpha = self.alpha
+        fresh_bonus = alpha * math.sqrt(fresh) if contextual else alpha / math.sqrt(n0)
+        fresh_avail = up0 * up0
+        rel_out = list(m0)
+        avail_out = [fresh_avail] * k
+        bandit_out = (
+            [min(m + fresh_bonus, 1.0) for m in m0]
+            if self.prior_weight
+            else [min(1.0 + fresh_bonus, 1.0)] * k
+        )
+        for i in range(k):
+            if not (rows[i] or prows[i]):
+                continue
+            tf, to, s, f, beta, rate, _, blocked = table[i][: BLOCKED + 1]
+            fade = 2.0 ** (min(tf - now, 0.0) * inv_hl)
+            up = up0 - beta * 2.0 ** (min(to - now, 0.0) * rate)
+            s, f = s * fade, f * fade
+            if prows[i]:
+                ptf, pto, ps, pf, pbeta, prate = table[k + i][: RATE + 1]
+                pfade = 2.0 ** (min(ptf - now, 0.0) * inv_hl)
+                s, f = s + pw * ps * pfade, f + pw * pf * pfade
+                avail = up * (up0 - pbeta * 2.0 ** (min(pto - now, 0.0) * prate))
+            else:
+                avail = up * up0
+            total = s + f
+            rel = (s + n0 * m0[i]) / (total + n0)
+            if blocked > now:
+                avail = 0.0
+            if contextual:
+                rel = min(max(rel + corr[i] * fade, 0.0), 1.0)
+                bonus = alpha * math.sqrt(max((quad[i] - fresh) * fade + fresh, 0.0))
+            else:
+                bonus = alpha / math.sqrt(n0 + total)
+            rel_out[i], avail_out[i] = rel, avail
+            bandit_out[i] = min(rel * avail * self._avail_norm + bonus, 1.0)
+        bandit, avail_arr = np.array(bandit_out), np.array(avail_out)
         scores = self.w1 * candidates.semantic + self.w2 * bandit + self.w3 * prior
         components = {
             "semantic": candidates.semantic,
             "bandit": bandit,
             "prior": prior,
-            "reliability": rel,
-            "availability": avail,
+            "reliability": np.array(rel_out),
+            "availability": avail_arr,
         }
-        return scores, components, avail >= self.gate
+        return scores, components, avail_arr >= self.gate
 
     def _score_fresh(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
         """No candidate nor provider has state: every tool has the same, fresh estimate."""
