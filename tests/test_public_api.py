@@ -25,7 +25,8 @@ def test_import_has_no_logging_or_env_side_effects() -> None:
 
     code = (
         "import logging, os, json; before = dict(os.environ); import rated; "
-        "print(json.dumps([logging.getLogger().level, before == dict(os.environ), 'torch' in __import__('sys').modules]))"
+        "print(json.dumps([logging.getLogger().level, before == dict(os.environ), "
+        "'torch' in __import__('sys').modules]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     level, env_same, torch_loaded = __import__("json").loads(out)
