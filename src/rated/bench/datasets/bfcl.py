@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,6 +23,7 @@ from rated.bench.dataset import Dataset, Query
 from rated.bench.datasets.common import Prepared, Problems, assign_splits, check_labels
 from rated.catalog.schema import Tool
 from rated.errors import DataError
+from rated.package_download import DownloadError, cached_wheel, pip_download
 from rated.paths import rated_home
 
 __all__ = ["BFCL_VERSION", "CATEGORIES", "IRRELEVANCE", "bfcl_wheel", "load_bfcl"]
@@ -51,20 +50,15 @@ SEED = 0
 def bfcl_wheel(version: str = BFCL_VERSION, cache: Path | None = None) -> Path:
     """The ``bfcl-eval`` wheel in the cache, fetched with pip (no dependencies, nothing installed)."""
     cache = cache or rated_home() / "cache"
-    cache.mkdir(parents=True, exist_ok=True)
-    name = f"bfcl_eval-{version}-py3-none-any.whl"
-    if (cache / name).is_file():
-        return cache / name
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet"]
-    cmd += [f"bfcl-eval=={version}", "-d", str(cache)]
+    cached = cached_wheel(cache, "bfcl-eval", version)
+    if cached is not None:
+        return cached
     try:
-        subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=600)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
-        detail = getattr(exc, "stderr", "") or str(exc)
-        raise DataError(f"could not fetch bfcl-eval=={version} with pip: {detail.strip()[-500:]}") from None
-    if not (cache / name).is_file():
-        raise DataError(f"pip did not leave {name} in {cache}")
-    return cache / name
+        return pip_download(f"bfcl-eval=={version}", cache, timeout=600)
+    except DownloadError as exc:
+        raise DataError(f"could not fetch bfcl-eval=={version} with pip: {exc.reason}") from None
+    except OSError as exc:
+        raise DataError(f"could not fetch bfcl-eval=={version} with pip: {exc}") from None
 
 
 def _read(z: zipfile.ZipFile, member: str) -> list[dict[str, Any]]:

@@ -10,8 +10,6 @@ archive whose checksum no longer matches is fetched again (into a temporary fold
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import tarfile
 import tempfile
 import zipfile
@@ -21,6 +19,7 @@ from typing import Literal
 
 from rated.encode.manifest import file_sha256
 from rated.errors import RatedError
+from rated.package_download import DownloadError, pip_command, run_client
 from rated.paths import rated_home
 
 __all__ = ["FetchError", "Fetcher", "PackageSpec", "default_cache_dir", "verify_archive"]
@@ -127,29 +126,22 @@ class Fetcher:
 
     def _download(self, spec: PackageSpec, dest: Path) -> Path:
         if spec.registry == "pypi":
-            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet"]
-            cmd += ["--disable-pip-version-check", f"{spec.name}=={spec.version}", "-d", str(dest)]
+            cmd = pip_command(str(spec), dest)
         elif spec.registry == "npm":
             npm = shutil.which("npm")
             if npm is None:
                 raise FetchError(f"{spec}: the npm client is not installed (needed to fetch npm packages)")
-            cmd = [npm, "pack", f"{spec.name}@{spec.version}", "--pack-destination", str(dest), "--silent"]
+            cmd = [npm, "pack", str(spec), "--pack-destination", str(dest), "--silent"]
         else:  # pragma: no cover - Literal type
             raise FetchError(f"unknown registry {spec.registry!r}")
         try:
-            proc = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=self.timeout, cwd=dest, check=False
-            )
-        except subprocess.TimeoutExpired:
-            raise FetchError(f"{spec}: the registry did not answer within {self.timeout:.0f} s") from None
+            return run_client(cmd, dest, requirement=str(spec), timeout=self.timeout)
         except OSError as exc:
             raise FetchError(f"{spec}: cannot run {cmd[0]} ({exc.strerror})") from None
-        if proc.returncode != 0:
-            lines = [ln for ln in (proc.stderr or proc.stdout or "").splitlines() if ln.strip()]
-            lines = [ln for ln in lines if not ln.startswith(("npm notice", "WARNING: Location"))]
-            tail = " | ".join(lines[-3:]) or f"exit code {proc.returncode}"
-            raise FetchError(f"{spec}: download failed: {tail}")
-        found = sorted(p for p in dest.iterdir() if p.suffix in {".whl", ".tgz"})
-        if len(found) != 1:
-            raise FetchError(f"{spec}: expected one archive after download, found {[p.name for p in found]}")
-        return found[0]
+        except DownloadError as exc:
+            if exc.kind == "timeout":
+                raise FetchError(f"{spec}: the registry did not answer within {self.timeout:.0f} s") from None
+            if exc.kind == "no-archive":
+                found = exc.detail.split(", ") if exc.detail else []
+                raise FetchError(f"{spec}: expected one archive after download, found {found}") from None
+            raise FetchError(f"{spec}: download failed: {exc.detail}") from None
