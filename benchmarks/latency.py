@@ -9,6 +9,8 @@ median to the encode-only median of the same run):
 - ``retrieve``: ``Retriever.retrieve(q, k=5)`` end to end, SQLite-backed (store poll, re-rank, hits);
   ``encode``/``retrieve (short queries)`` the same with real short MetaTool requests (the encoder's time
   grows with the query's length: StableToolBench queries are long, multi-part ones);
+- ``retrieve (repeated query)``: the same with the retriever's query cache on and 20 queries asked over
+  and over (agents repeat requests): the encoder is skipped;
 - ``retrieve after search``: what ``retrieve`` adds to encode+search (clock, candidates, RATED scoring,
   fusion, sort, the k hits), on search results computed beforehand;
 - ``rerank+fusion``: building ``Candidates`` for the K candidates and ``policy.rank`` (RATED's bandit
@@ -171,8 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     console.print(f"catalog encoding: {rate:,.0f} tool texts/s ({len(texts)} texts, {encoder.name})")
 
     tmp = Path(tempfile.mkdtemp(prefix="rated-latency-"))
-    r = Retriever.from_catalog(tools, db=tmp / "bench.db", encoder=encoder)
-    r_full = Retriever.open(tmp / "bench.db", encoder=encoder, durability="full")
+    # no query cache: every timed call pays the encoder, as a query never seen before does
+    r = Retriever.from_catalog(tools, db=tmp / "bench.db", encoder=encoder, query_cache=0)
+    r_full = Retriever.open(tmp / "bench.db", encoder=encoder, durability="full", query_cache=0)
+    r_cached = Retriever.open(tmp / "bench.db", encoder=encoder)
     k_cand = r.meta.candidates
     prior = {t.tool.id: t.prior for t in r.tools()}
     pool = [t.tool for t in r.tools()]
@@ -192,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stage("encode+search", lambda i: r.index.search(q(i), encoder.encode_queries([q(i)])[0], k_cand), base)
     stage("search alone", lambda i: r.index.search(q(i), vecs[i], k_cand), base)
     stage("retrieve", lambda i: r.retrieve(q(i), k=5), base)
+    stage("retrieve (repeated query)", lambda i: r_cached.retrieve(q(i % 20), k=5), base)
     if short_qs:
         stage("encode (short queries)", lambda i: encoder.encode_queries([short_qs[i % len(short_qs)]]), base)
         stage("retrieve (short queries)", lambda i: r.retrieve(short_qs[i % len(short_qs)], k=5), base)
@@ -249,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lambda i: r.feedback(pool[i % 50].id, i % 3 != 0, query=q(i)),
         base,
     )
-    r.close(), r_full.close()
+    r.close(), r_full.close(), r_cached.close()
 
     load = os.getloadavg()[0]
     table = Table(

@@ -404,3 +404,35 @@ def test_threads_share_one_retriever_safely(tmp_path):
     assert len(r.outcomes(limit=None)) == 80
     assert r.policy.get_state("weather")["counts"][1] == 80
     r.close()
+
+
+class CountingHashEncoder(HashEncoder):
+    def __init__(self, dim: int):
+        super().__init__(dim)
+        self.query_batches: list[list[str]] = []
+
+    def encode_queries(self, texts, **kwargs):
+        self.query_batches.append(list(texts))
+        return super().encode_queries(texts, **kwargs)
+
+
+def test_repeated_query_is_encoded_once_and_ranks_the_same(clock, tmp_path):
+    enc = CountingHashEncoder(64)
+    r = Retriever.from_catalog(catalog(), db=tmp_path / "r.db", encoder=enc, clock=clock)
+    first = r.retrieve(QUERY, k=3)
+    enc.query_batches.clear()
+    assert [h.score for h in r.retrieve(QUERY, k=3)] == [h.score for h in first]
+    r.feedback(first[0].id, "tool_error", query=QUERY)  # the context comes from the cache too
+    r.retrieve_many([QUERY, "translate this text"], k=2)
+    assert enc.query_batches == [["translate this text"]]
+    r.close()
+    off = Retriever.open(tmp_path / "r.db", encoder=enc, clock=clock, query_cache=0)
+    enc.query_batches.clear()
+    off.retrieve(QUERY), off.retrieve(QUERY)
+    assert enc.query_batches == [[QUERY], [QUERY]]
+    off.close()
+
+
+def test_bad_query_cache_size_is_a_config_error():
+    with pytest.raises(ConfigError, match="query_cache"):
+        Retriever.from_catalog(catalog(), encoder=HashEncoder(64), query_cache=-5)

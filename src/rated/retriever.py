@@ -40,6 +40,7 @@ from pydantic import ValidationError
 
 from rated.catalog.schema import Tool
 from rated.encode.base import Encoder
+from rated.encode.query_cache import DEFAULT_QUERY_CACHE, QueryCache
 from rated.errors import CatalogError, CatalogProblem, ConfigError, ModelError, QueryError, UnknownToolError
 from rated.index.ids import check_known_ids
 from rated.outcome import Outcome, OutcomeKind
@@ -145,12 +146,14 @@ class Retriever:
         meta: IndexMeta,
         *,
         clock: Callable[[], float] = time.time,
+        query_cache: int = DEFAULT_QUERY_CACHE,
     ) -> None:
         self._store = store
         self._encoder = encoder
         self._policy = policy
         self._meta = meta
         self._clock = clock
+        self._query_cache = QueryCache(query_cache)
         self._lock = threading.RLock()
         self._version: int | None = None
         self._seq = 0
@@ -171,7 +174,8 @@ class Retriever:
 
         ``config``: ``policy`` (a name or a Policy instance, default ``"rated"``), ``policy_params``,
         ``candidates`` (K, default 10), ``max_query_chars`` (10,000), ``semantic`` (a SemanticConfig or
-        dict), ``overwrite`` (replace an existing index in ``db``), ``progress``, ``clock``, and store
+        dict), ``overwrite`` (replace an existing index in ``db``), ``progress``, ``clock``, ``query_cache``
+        (recent query embeddings kept in memory, default 1024; 0 turns it off), and store
         options ``durability`` / ``busy_timeout`` / ``namespace``.
         """
         from rated.catalog.prior import compute_prior
@@ -180,6 +184,7 @@ class Retriever:
         overwrite = bool(config.pop("overwrite", False))
         progress = bool(config.pop("progress", False))
         clock = config.pop("clock", time.time)
+        query_cache = config.pop("query_cache", DEFAULT_QUERY_CACHE)
         store_options = {k: config.pop(k) for k in _STORE_OPTIONS if k in config}
         policy_arg = config.pop("policy", DEFAULT_POLICY)
         policy_params = dict(config.pop("policy_params", {}) or {})
@@ -218,7 +223,7 @@ class Retriever:
             )
             _put_tools(store, tools, embeddings, prior)
             store.set_meta(meta.to_dict())
-            return cls(store, encoder, policy, meta, clock=clock)
+            return cls(store, encoder, policy, meta, clock=clock, query_cache=query_cache)
 
     @classmethod
     def open(
@@ -228,6 +233,7 @@ class Retriever:
         *,
         policy: Policy | None = None,
         clock: Callable[[], float] = time.time,
+        query_cache: int = DEFAULT_QUERY_CACHE,
         **store_options: Any,
     ) -> Retriever:
         """Reopen an index: stored embeddings, prior, policy and learned state; nothing is re-encoded.
@@ -247,7 +253,7 @@ class Retriever:
             encoder = _check_encoder(encoder, meta.encoder, _where(db))
             if policy is None:
                 policy = _build_policy(meta.policy, meta.policy_params)
-            return cls(store, encoder, policy, meta, clock=clock)
+            return cls(store, encoder, policy, meta, clock=clock, query_cache=query_cache)
 
     # ---- retrieval ---------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int = 5) -> list[Hit]:
@@ -519,8 +525,11 @@ class Retriever:
             )
 
     def _encode_queries(self, queries: Sequence[str]) -> np.ndarray:
-        vecs = np.asarray(self._encoder.encode_queries(list(queries)), dtype=np.float32)
-        if vecs.shape != (len(queries), self._meta.encoder.dim) or not np.all(np.isfinite(vecs)):
+        return self._query_cache.encode(queries, self._encode_checked)
+
+    def _encode_checked(self, queries: list[str]) -> np.ndarray:
+        vecs = np.asarray(self._encoder.encode_queries(queries), dtype=np.float32)
+        if vecs.shape != (len(queries), self._meta.encoder.dim) or not all_finite(vecs):
             raise ModelError(f"encoder {self._meta.encoder.name} returned invalid query embeddings")
         return vecs
 

@@ -98,3 +98,29 @@ def test_bm25_score_bound_caps_every_score():
     assert idx.score_bound("zebra") == 0.0
     pos, scores = idx.search("email", 2)
     assert idx.ids[int(pos[0])] == "email" and scores[0] >= scores[1]
+
+
+@pytest.mark.parametrize("sublinear", [True, False])
+def test_tfidf_single_query_path_equals_scikit_learn_transform(sublinear):
+    idx = TfidfIndex(sublinear_tf=sublinear)
+    texts = [
+        "sendEmail: send an email message to a contact",
+        "getWeatherForecast: weather forecast for a city, today and tomorrow",
+        "searchFlights: search flights between two cities on a date",
+        "email_digest: summarise the emails of a mailbox, email by email",
+    ]
+    idx.add([f"t{i}" for i in range(len(texts))], texts)
+    queries = ["send email email email to Bob", "flights to cities", "unknownword", "", "weather weather city"]
+    for q in queries:
+        np.testing.assert_allclose(idx.scores(q), idx.scores_many([q])[0], rtol=0, atol=1e-7)
+    assert idx.scores("send email")[0] > 0 and not idx.scores("unknownword").any()
+
+
+def test_dense_single_query_scores_match_matrix_product():
+    rng = np.random.default_rng(3)
+    vecs = rng.standard_normal((40, 16)).astype(np.float32)
+    idx = DenseIndex(dim=16)
+    idx.add([str(i) for i in range(40)], vecs)
+    q = vecs[7:8]
+    np.testing.assert_allclose(idx.scores(q), q @ vecs.T, atol=1e-5)
+    np.testing.assert_allclose(idx.scores(q, np.array([3, 30])), q @ vecs[[3, 30]].T, atol=1e-5)
