@@ -16,7 +16,7 @@ import numpy as np
 
 from rated.errors import ConfigError
 from rated.policy.base import Feedback, State
-from rated.policy.global_mab import GlobalMABPolicy, apply_outcome
+from rated.policy.global_mab import GlobalMABPolicy, apply_outcome, success_value
 
 __all__ = ["BatchPolicy"]
 
@@ -61,17 +61,15 @@ class BatchPolicy(GlobalMABPolicy):
         for t, y in self._pending.get(tool_id, ()):
             if self._visible_from(t) > now:
                 break
-            counts = apply_outcome(counts or (t, 0.0, 0.0), t, y, self.gamma, self.half_life)
+            counts = apply_outcome(counts, t, y, self.gamma, self.half_life)
         return counts
 
     def _learn(self, feedback: Feedback) -> None:
         tool, now = feedback.tool_id, feedback.now
         pending = self._pending.setdefault(tool, [])
         while pending and self._visible_from(pending[0][0]) <= now:  # fold what a refresh already applied
-            t, y = pending.pop(0)
-            old = self._counts.get(tool, (t, 0.0, 0.0))
-            self._counts[tool] = apply_outcome(old, t, y, self.gamma, self.half_life)
-        pending.append((now, 1.0 if feedback.outcome.is_success else 0.0))
+            self._record(tool, *pending.pop(0))
+        pending.append((now, success_value(feedback)))
 
     def get_state(self, key: str) -> State | None:
         state = super().get_state(key) or {}

@@ -18,18 +18,30 @@ import numpy as np
 from rated.errors import ConfigError
 from rated.policy.base import BasePolicy, Candidates, Feedback, State
 
-__all__ = ["GlobalMABPolicy", "apply_outcome"]
+__all__ = ["GlobalMABPolicy", "apply_outcome", "faded", "success_value"]
 
 
-def apply_outcome(
-    counts: tuple[float, float, float], now: float, y: float, gamma: float, half_life: float
-) -> tuple[float, float, float]:
-    """Fold one outcome (``y`` 1 for success, 0 for failure) into ``(t_last, s, f)``."""
+def faded(counts: tuple[float, float, float], now: float, half_life: float) -> tuple[float, float]:
+    """The success and failure counts of ``(t_last, s, f)`` as they stand at ``now``, after fading."""
     t_last, s, f = counts
     if math.isfinite(half_life) and now > t_last:
         fade = 0.5 ** ((now - t_last) / half_life)
         s, f = s * fade, f * fade
-    return (max(now, t_last), gamma * s + y, gamma * f + (1.0 - y))
+    return s, f
+
+
+def apply_outcome(
+    counts: tuple[float, float, float] | None, now: float, y: float, gamma: float, half_life: float
+) -> tuple[float, float, float]:
+    """Fold one outcome (``y`` 1 for success, 0 for failure) into ``(t_last, s, f)`` (None: none yet)."""
+    counts = counts or (now, 0.0, 0.0)
+    s, f = faded(counts, now, half_life)
+    return (max(now, counts[0]), gamma * s + y, gamma * f + (1.0 - y))
+
+
+def success_value(feedback: Feedback) -> float:
+    """1.0 for a success, 0.0 for a failure that counts against the tool."""
+    return 1.0 if feedback.outcome.is_success else 0.0
 
 
 class GlobalMABPolicy(BasePolicy):
@@ -86,20 +98,17 @@ class GlobalMABPolicy(BasePolicy):
         est = np.empty(len(candidates))
         for i, tool in enumerate(candidates.tool_ids):
             c = self._current(tool, now)
-            s = f = 0.0
-            if c is not None:
-                t_last, s, f = c
-                if math.isfinite(hl) and now > t_last:
-                    fade = 0.5 ** ((now - t_last) / hl)
-                    s, f = s * fade, f * fade
+            s, f = (0.0, 0.0) if c is None else faded(c, now, hl)
             est[i] = min(1.0, (s + n0 * float(prior[i])) / (s + f + n0) + self.alpha / math.sqrt(n0 + s + f))
         scores = self.w_sem * candidates.semantic + self.w_mab * est + self.w_prior * prior
         return scores, {"semantic": candidates.semantic, "mab": est, "prior": prior}, None
 
     def _learn(self, feedback: Feedback) -> None:
-        y = 1.0 if feedback.outcome.is_success else 0.0
-        old = self._counts.get(feedback.tool_id, (feedback.now, 0.0, 0.0))
-        self._counts[feedback.tool_id] = apply_outcome(old, feedback.now, y, self.gamma, self.half_life)
+        self._record(feedback.tool_id, feedback.now, success_value(feedback))
+
+    def _record(self, tool_id: str, now: float, y: float) -> None:
+        """Fold one outcome observed at ``now`` into the tool's stored counts."""
+        self._counts[tool_id] = apply_outcome(self._counts.get(tool_id), now, y, self.gamma, self.half_life)
 
     def get_state(self, key: str) -> State | None:
         c = self._counts.get(key)
