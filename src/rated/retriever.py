@@ -24,24 +24,21 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import math
-import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
 import numpy as np
-from pydantic import ValidationError
 
+from rated import retriever_setup as setup
 from rated.catalog.schema import Tool
 from rated.encode.base import Encoder
 from rated.encode.query_cache import DEFAULT_QUERY_CACHE, QueryCache
 from rated.errors import CatalogError, CatalogProblem, ConfigError, ModelError, QueryError, UnknownToolError
+from rated.hits import Hit, ToolHealth
 from rated.index.ids import check_known_ids
 from rated.outcome import Outcome, OutcomeKind
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking, all_finite
@@ -54,81 +51,7 @@ __all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "ToolHealth"]
 
 DEFAULT_POLICY = "rated"
 _STORE_OPTIONS = ("durability", "busy_timeout", "namespace")
-_HASH_ENCODER = re.compile(r"hash-(\d+)-s(\d+)$")
 _BANDIT_NAMES = ("bandit", "mab", "health")  # what policies call their feedback-learned component
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One retrieved tool. ``score`` is the policy's final score; the components explain it.
-
-    ``healthy`` is the policy's view of the tool; ``degraded`` is True for every hit of a ranking in which no
-    candidate looked healthy (fail open: the list is returned anyway, best first).
-    """
-
-    tool: Tool
-    score: float
-    semantic: float
-    prior: float
-    bandit: float | None
-    healthy: bool
-    degraded: bool
-    rank: int
-    components: Mapping[str, float] = field(default_factory=dict)
-
-    @classmethod
-    def _fast(cls, **fields: Any) -> Hit:
-        """Build without the frozen ``__init__``'s per-field ``object.__setattr__`` (about 2 us less per
-        hit: ``retrieve`` builds k of them on the latency-critical path). Fields are not checked."""
-        hit = object.__new__(cls)
-        hit.__dict__.update(fields)
-        return hit
-
-    @property
-    def id(self) -> str:
-        return self.tool.id
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "rank": self.rank,
-            "id": self.tool.id,
-            "name": self.tool.name,
-            "description": self.tool.description,
-            "score": self.score,
-            "semantic": self.semantic,
-            "bandit": self.bandit,
-            "prior": self.prior,
-            "healthy": self.healthy,
-            "degraded": self.degraded,
-            "components": dict(self.components),
-        }
-
-
-@dataclass(frozen=True)
-class ToolHealth:
-    """A tool with the policy's current view of it and its outcome counts (``Retriever.tools``)."""
-
-    tool: Tool
-    prior: float
-    healthy: bool
-    stats: OutcomeStats | None
-    components: Mapping[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        s = self.stats
-        return {
-            "id": self.tool.id,
-            "name": self.tool.name,
-            "source": self.tool.source,
-            "prior": self.prior,
-            "healthy": self.healthy,
-            "successes": s.successes if s else 0,
-            "failures": s.failures if s else 0,
-            "caller_errors": s.caller_errors if s else 0,
-            "last_outcome": s.last_outcome if s else None,
-            "last_time": s.last_time if s else None,
-            "components": dict(self.components),
-        }
 
 
 class Retriever:
@@ -194,34 +117,34 @@ class Retriever:
         if config:
             raise ConfigError(f"unknown Retriever option(s): {', '.join(sorted(config))}")
         if isinstance(semantic, Mapping):
-            semantic = _semantic_config(semantic)
+            semantic = setup.semantic_config(semantic)
         semantic = semantic or SemanticConfig()
-        policy = _build_policy(policy_arg, policy_params)
-        tools = _as_tools(path_or_tools)
-        encoder = encoder if encoder is not None else _default_encoder(progress)
+        policy = setup.build_policy(policy_arg, policy_params)
+        tools = setup.as_tools(path_or_tools)
+        encoder = encoder if encoder is not None else setup.default_encoder(progress)
 
         store = open_store(db, create=True, **store_options)
-        with _closing_on_error(store, db):
+        with setup.closing_on_error(store, db):
             if store.get_meta() or store.load_catalog().ids:
                 if not overwrite:
                     raise ConfigError(
-                        f"{_where(db)} already holds an index; open it with Retriever.open, or pass "
-                        "overwrite=True (`rated index --force`) to replace it"
+                        f"{setup.describe_db(db)} already holds an index; open it with Retriever.open, or "
+                        "pass overwrite=True (`rated index --force`) to replace it"
                     )
                 store.clear()
-            embeddings = _encode_tools(encoder, tools, progress)
+            embeddings = setup.encode_tools(encoder, tools, progress)
             prior = compute_prior(tools, encoder, progress=progress)
             meta = IndexMeta(
                 encoder=EncoderIdentity.of(encoder),
                 policy=str(getattr(policy, "name", type(policy).__name__)),
-                policy_params=_policy_params(policy),
+                policy_params=setup.policy_params(policy),
                 semantic=dataclasses.asdict(semantic),
                 candidates=candidates,
                 max_query_chars=max_query_chars,
                 prior_stats=prior.stats.to_dict(),
-                rated_version=_rated_version(),
+                rated_version=setup.rated_version(),
             )
-            _put_tools(store, tools, embeddings, prior)
+            setup.put_tools(store, tools, embeddings, prior)
             store.set_meta(meta.to_dict())
             return cls(store, encoder, policy, meta, clock=clock, query_cache=query_cache)
 
@@ -245,14 +168,16 @@ class Retriever:
         if unknown:
             raise ConfigError(f"unknown Retriever.open option(s): {', '.join(sorted(unknown))}")
         store = open_store(db, create=False, **store_options)
-        with _closing_on_error(store, db):
+        with setup.closing_on_error(store, db):
             raw = store.get_meta()
             if not raw:
-                raise ConfigError(f"{_where(db)} holds no index yet (build one with `rated index`)")
-            meta = IndexMeta.from_dict(raw, _where(db))
-            encoder = _check_encoder(encoder, meta.encoder, _where(db))
+                raise ConfigError(
+                    f"{setup.describe_db(db)} holds no index yet (build one with `rated index`)"
+                )
+            meta = IndexMeta.from_dict(raw, setup.describe_db(db))
+            encoder = setup.check_encoder(encoder, meta.encoder, setup.describe_db(db))
             if policy is None:
-                policy = _build_policy(meta.policy, meta.policy_params)
+                policy = setup.build_policy(meta.policy, meta.policy_params)
             return cls(store, encoder, policy, meta, clock=clock, query_cache=query_cache)
 
     # ---- retrieval ---------------------------------------------------------------------------------
@@ -385,16 +310,16 @@ class Retriever:
         """Encode and add tools; the others are not re-encoded and keep their prior and learned state."""
         from rated.catalog.prior import PriorStats, score_new
 
-        new = _as_tools(tools)
+        new = setup.as_tools(tools)
         with self._lock:
             self._refresh()
             clash = [t.id for t in new if t.id in self._by_id]
             if clash:
                 problems = [CatalogProblem(f"tool {t!r}", "id", "already in the index") for t in clash]
                 raise CatalogError(f"{len(clash)} tool id(s) already indexed", problems)
-            embeddings = _encode_tools(self._encoder, new, progress)
+            embeddings = setup.encode_tools(self._encoder, new, progress)
             prior = score_new(new, self._encoder, PriorStats.from_dict(self._meta.prior_stats))
-            version = _put_tools(self._store, new, embeddings, prior)
+            version = setup.put_tools(self._store, new, embeddings, prior)
             self._index.add(new, embeddings)
             self._set_pool(
                 self._index.tools,
@@ -539,8 +464,10 @@ class Retriever:
 
         version = self._store.catalog_version()
         stored = self._store.load_catalog()
-        tools = [_parse_record(r, i) for i, r in zip(stored.ids, stored.records, strict=True)]
-        self._index = SemanticIndex.build(tools, stored.embeddings, _semantic_config(self._meta.semantic))
+        tools = [setup.parse_record(r, i) for i, r in zip(stored.ids, stored.records, strict=True)]
+        self._index = SemanticIndex.build(
+            tools, stored.embeddings, setup.semantic_config(self._meta.semantic)
+        )
         self._set_pool(self._index.tools, dict(zip(stored.ids, stored.prior.tolist(), strict=True)))
         self._catalog_version = version
 
@@ -624,136 +551,3 @@ def _check_ranking(ranking: Ranking, n: int) -> None:
         raise ConfigError("the policy returned NaN, infinite or misshaped scores")
     if sorted(np.asarray(ranking.order).tolist()) != list(range(n)):
         raise ConfigError("the policy returned an order that is not a permutation of the candidates")
-
-
-def _as_tools(source: str | Path | Sequence[Tool | Mapping[str, Any]]) -> list[Tool]:
-    """A catalog path, JSON text, or a list of Tools/dicts -> validated, duplicate-free Tools."""
-    from rated.catalog.loaders import load_catalog
-
-    if isinstance(source, (str, Path)):
-        return load_catalog(source)
-    items = list(source)
-    if all(isinstance(t, Tool) for t in items):
-        if not items:
-            raise CatalogError("the catalog holds no tools")
-        seen: set[str] = set()
-        dupes = [t.id for t in items if t.id in seen or seen.add(t.id)]  # type: ignore[func-returns-value]
-        if dupes:
-            problems = [CatalogProblem(f"tool {d!r}", "id", "duplicate id") for d in dupes]
-            raise CatalogError(f"{len(dupes)} duplicate tool id(s)", problems)
-        return items
-    return load_catalog([t.model_dump(mode="json") if isinstance(t, Tool) else t for t in items])
-
-
-def _parse_record(record: str, tool_id: str) -> Tool:
-    from rated.errors import IndexFormatError
-
-    try:
-        return Tool.model_validate_json(record)
-    except ValidationError as exc:
-        raise IndexFormatError(f"stored record of tool {tool_id!r} is invalid: {exc}") from None
-
-
-def _put_tools(store: Store, tools: Sequence[Tool], embeddings: np.ndarray, prior: Any) -> int:
-    """Persist ``tools`` with their embeddings and prior (r_static and its per-tool detail)."""
-    return store.put_tools(
-        [t.id for t in tools],
-        [t.model_dump_json() for t in tools],
-        embeddings,
-        prior.r_static,
-        [prior.record(i) for i in range(len(tools))],
-    )
-
-
-@contextmanager
-def _closing_on_error(store: Store, db: object) -> Iterator[None]:
-    """Close a store opened for ``db`` when what follows fails; a store the caller passed stays theirs."""
-    try:
-        yield
-    except BaseException:
-        if store is not db:
-            store.close()
-        raise
-
-
-def _encode_tools(encoder: Encoder, tools: Sequence[Tool], progress: bool) -> np.ndarray:
-    from rated.catalog.text import tool_text
-
-    emb = np.asarray(encoder.encode_tools([tool_text(t) for t in tools], progress=progress), dtype=np.float32)
-    if emb.shape != (len(tools), int(encoder.dim)) or not np.all(np.isfinite(emb)):
-        raise ModelError(f"encoder {encoder.name} returned invalid tool embeddings (shape {emb.shape})")
-    return emb
-
-
-def _semantic_config(data: Mapping[str, Any]) -> Any:
-    from rated.catalog.text import TextConfig
-    from rated.index.semantic import SemanticConfig
-
-    data = dict(data)
-    if isinstance(data.get("lexical_text"), Mapping):
-        data["lexical_text"] = TextConfig(**data["lexical_text"])
-    try:
-        return SemanticConfig(**data)
-    except TypeError as exc:
-        raise ConfigError(f"invalid semantic configuration: {exc}") from None
-
-
-def _build_policy(policy: str | Policy, params: Mapping[str, Any]) -> Policy:
-    if not isinstance(policy, str):
-        if params:
-            raise ConfigError("policy_params apply to a policy given by name, not to a Policy instance")
-        if not isinstance(policy, Policy):
-            raise ConfigError(f"policy must be a name or a Policy, got {type(policy).__name__}")
-        return policy
-    from rated.policy import make_policy
-
-    return make_policy(policy, **params)
-
-
-def _policy_params(policy: Policy) -> dict[str, Any]:
-    """Hyper-parameters as JSON values (JSON here allows inf; anything exotic is saved as its repr)."""
-    get_params = getattr(policy, "get_params", None)
-    params = dict(get_params()) if callable(get_params) else {}
-    return json.loads(json.dumps(params, default=repr))
-
-
-def _default_encoder(progress: bool) -> Encoder:
-    from rated.encode import default_encoder
-
-    return default_encoder(progress=progress)
-
-
-def _check_encoder(encoder: Encoder | None, saved: EncoderIdentity, where: str) -> Encoder:
-    """The given encoder if it matches the index, else the one the index was built with."""
-    if encoder is None:
-        match = _HASH_ENCODER.match(saved.name)
-        if match:
-            from rated.encode.testing import HashEncoder
-
-            encoder = HashEncoder(dim=int(match.group(1)), seed=int(match.group(2)))
-        elif saved.model_dir and Path(saved.model_dir).is_dir():
-            from rated.encode.onnx import OnnxEncoder
-
-            encoder = OnnxEncoder.load(saved.model_dir, quantized=saved.name.endswith("-int8"))
-        else:
-            encoder = _default_encoder(progress=True)
-    found = EncoderIdentity.of(encoder)
-    if not found.same_embeddings(saved):
-        raise ConfigError(
-            f"{where} was indexed with encoder {saved}, not {found}: pass that encoder, or re-index"
-        )
-    return encoder
-
-
-def _where(db: object) -> str:
-    return (
-        "the in-memory store"
-        if db is None
-        else str(getattr(db, "path", None) or getattr(db, "url", None) or db)
-    )
-
-
-def _rated_version() -> str:
-    from rated import __version__
-
-    return __version__

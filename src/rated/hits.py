@@ -1,0 +1,85 @@
+"""What ``Retriever`` returns: one ``Hit`` per retrieved tool, one ``ToolHealth`` per catalog tool."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rated.catalog.schema import Tool
+from rated.store.base import OutcomeStats
+
+__all__ = ["Hit", "ToolHealth"]
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved tool. ``score`` is the policy's final score; the components explain it.
+
+    ``healthy`` is the policy's view of the tool; ``degraded`` is True for every hit of a ranking in which no
+    candidate looked healthy (fail open: the list is returned anyway, best first).
+    """
+
+    tool: Tool
+    score: float
+    semantic: float
+    prior: float
+    bandit: float | None
+    healthy: bool
+    degraded: bool
+    rank: int
+    components: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def _fast(cls, **fields: Any) -> Hit:
+        """Build without the frozen ``__init__``'s per-field ``object.__setattr__`` (about 2 us less per
+        hit: ``retrieve`` builds k of them on the latency-critical path). Fields are not checked."""
+        hit = object.__new__(cls)
+        hit.__dict__.update(fields)
+        return hit
+
+    @property
+    def id(self) -> str:
+        return self.tool.id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "id": self.tool.id,
+            "name": self.tool.name,
+            "description": self.tool.description,
+            "score": self.score,
+            "semantic": self.semantic,
+            "bandit": self.bandit,
+            "prior": self.prior,
+            "healthy": self.healthy,
+            "degraded": self.degraded,
+            "components": dict(self.components),
+        }
+
+
+@dataclass(frozen=True)
+class ToolHealth:
+    """A tool with the policy's current view of it and its outcome counts (``Retriever.tools``)."""
+
+    tool: Tool
+    prior: float
+    healthy: bool
+    stats: OutcomeStats | None
+    components: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        s = self.stats
+        return {
+            "id": self.tool.id,
+            "name": self.tool.name,
+            "source": self.tool.source,
+            "prior": self.prior,
+            "healthy": self.healthy,
+            "successes": s.successes if s else 0,
+            "failures": s.failures if s else 0,
+            "caller_errors": s.caller_errors if s else 0,
+            "last_outcome": s.last_outcome if s else None,
+            "last_time": s.last_time if s else None,
+            "components": dict(self.components),
+        }

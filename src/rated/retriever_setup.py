@@ -1,0 +1,172 @@
+"""How a ``Retriever`` is put together: catalog input, tool encoding, stored records, policy and encoder
+checks. Kept apart from the facade so that ``retriever.py`` reads as the request path."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from rated.catalog.schema import Tool
+from rated.encode.base import Encoder
+from rated.errors import CatalogError, CatalogProblem, ConfigError, ModelError
+from rated.policy.base import Policy
+from rated.store.base import Store
+from rated.store.meta import EncoderIdentity
+
+__all__ = [
+    "as_tools",
+    "build_policy",
+    "check_encoder",
+    "closing_on_error",
+    "default_encoder",
+    "describe_db",
+    "encode_tools",
+    "parse_record",
+    "policy_params",
+    "put_tools",
+    "rated_version",
+    "semantic_config",
+]
+
+_HASH_ENCODER = re.compile(r"hash-(\d+)-s(\d+)$")
+
+
+def as_tools(source: str | Path | Sequence[Tool | Mapping[str, Any]]) -> list[Tool]:
+    """A catalog path, JSON text, or a list of Tools/dicts -> validated, duplicate-free Tools."""
+    from rated.catalog.loaders import load_catalog
+
+    if isinstance(source, (str, Path)):
+        return load_catalog(source)
+    items = list(source)
+    if all(isinstance(t, Tool) for t in items):
+        if not items:
+            raise CatalogError("the catalog holds no tools")
+        seen: set[str] = set()
+        dupes = [t.id for t in items if t.id in seen or seen.add(t.id)]  # type: ignore[func-returns-value]
+        if dupes:
+            problems = [CatalogProblem(f"tool {d!r}", "id", "duplicate id") for d in dupes]
+            raise CatalogError(f"{len(dupes)} duplicate tool id(s)", problems)
+        return items
+    return load_catalog([t.model_dump(mode="json") if isinstance(t, Tool) else t for t in items])
+
+
+def parse_record(record: str, tool_id: str) -> Tool:
+    from rated.errors import IndexFormatError
+
+    try:
+        return Tool.model_validate_json(record)
+    except ValidationError as exc:
+        raise IndexFormatError(f"stored record of tool {tool_id!r} is invalid: {exc}") from None
+
+
+def put_tools(store: Store, tools: Sequence[Tool], embeddings: np.ndarray, prior: Any) -> int:
+    """Persist ``tools`` with their embeddings and prior (r_static and its per-tool detail)."""
+    return store.put_tools(
+        [t.id for t in tools],
+        [t.model_dump_json() for t in tools],
+        embeddings,
+        prior.r_static,
+        [prior.record(i) for i in range(len(tools))],
+    )
+
+
+@contextmanager
+def closing_on_error(store: Store, db: object) -> Iterator[None]:
+    """Close a store opened for ``db`` when what follows fails; a store the caller passed stays theirs."""
+    try:
+        yield
+    except BaseException:
+        if store is not db:
+            store.close()
+        raise
+
+
+def encode_tools(encoder: Encoder, tools: Sequence[Tool], progress: bool) -> np.ndarray:
+    from rated.catalog.text import tool_text
+
+    emb = np.asarray(encoder.encode_tools([tool_text(t) for t in tools], progress=progress), dtype=np.float32)
+    if emb.shape != (len(tools), int(encoder.dim)) or not np.all(np.isfinite(emb)):
+        raise ModelError(f"encoder {encoder.name} returned invalid tool embeddings (shape {emb.shape})")
+    return emb
+
+
+def semantic_config(data: Mapping[str, Any]) -> Any:
+    from rated.catalog.text import TextConfig
+    from rated.index.semantic import SemanticConfig
+
+    data = dict(data)
+    if isinstance(data.get("lexical_text"), Mapping):
+        data["lexical_text"] = TextConfig(**data["lexical_text"])
+    try:
+        return SemanticConfig(**data)
+    except TypeError as exc:
+        raise ConfigError(f"invalid semantic configuration: {exc}") from None
+
+
+def build_policy(policy: str | Policy, params: Mapping[str, Any]) -> Policy:
+    if not isinstance(policy, str):
+        if params:
+            raise ConfigError("policy_params apply to a policy given by name, not to a Policy instance")
+        if not isinstance(policy, Policy):
+            raise ConfigError(f"policy must be a name or a Policy, got {type(policy).__name__}")
+        return policy
+    from rated.policy import make_policy
+
+    return make_policy(policy, **params)
+
+
+def policy_params(policy: Policy) -> dict[str, Any]:
+    """Hyper-parameters as JSON values (JSON here allows inf; anything exotic is saved as its repr)."""
+    get_params = getattr(policy, "get_params", None)
+    params = dict(get_params()) if callable(get_params) else {}
+    return json.loads(json.dumps(params, default=repr))
+
+
+def default_encoder(progress: bool) -> Encoder:
+    from rated.encode import default_encoder
+
+    return default_encoder(progress=progress)
+
+
+def check_encoder(encoder: Encoder | None, saved: EncoderIdentity, where: str) -> Encoder:
+    """The given encoder if it matches the index, else the one the index was built with."""
+    if encoder is None:
+        match = _HASH_ENCODER.match(saved.name)
+        if match:
+            from rated.encode.testing import HashEncoder
+
+            encoder = HashEncoder(dim=int(match.group(1)), seed=int(match.group(2)))
+        elif saved.model_dir and Path(saved.model_dir).is_dir():
+            from rated.encode.onnx import OnnxEncoder
+
+            encoder = OnnxEncoder.load(saved.model_dir, quantized=saved.name.endswith("-int8"))
+        else:
+            encoder = default_encoder(progress=True)
+    found = EncoderIdentity.of(encoder)
+    if not found.same_embeddings(saved):
+        raise ConfigError(
+            f"{where} was indexed with encoder {saved}, not {found}: pass that encoder, or re-index"
+        )
+    return encoder
+
+
+def describe_db(db: object) -> str:
+    """How error messages name a database: its path or URL, or the in-memory store."""
+    return (
+        "the in-memory store"
+        if db is None
+        else str(getattr(db, "path", None) or getattr(db, "url", None) or db)
+    )
+
+
+def rated_version() -> str:
+    from rated import __version__
+
+    return __version__
