@@ -4,31 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+
+from rated.plotting import pyplot, save_png
 
 __all__ = ["grouped_bars", "heatmap_grid", "success_curves"]
-
-
-def _pyplot() -> Any:
-    """``matplotlib.pyplot`` on the Agg backend (files only, no display), imported only when plotting."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig: Any, path: str | Path) -> Path:
-    """Lay out, write ``fig`` as a PNG at ``path`` (creating its folder), free it and return the path."""
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
 
 
 def grouped_bars(
@@ -44,7 +23,7 @@ def grouped_bars(
     confidence interval. Writes a PNG and returns its path."""
     import numpy as np
 
-    plt = _pyplot()
+    plt = pyplot()
     methods = list(values)
     x = np.arange(len(methods))
     width = 0.8 / max(1, len(metrics))
@@ -65,7 +44,7 @@ def grouped_bars(
         ax.set_title(title)
     ax.legend(ncol=len(metrics), fontsize="small", loc="upper left")
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 # ---- dynamic benchmark (engineer P) ------------------------------------------------------------------
@@ -82,7 +61,7 @@ def success_curves(
 ) -> Path:
     """One line per method over the stream (oracles dashed); ``marks`` draws labelled vertical lines
     (failure onset, recovery). Writes a PNG and returns its path."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(9.0, 4.8))
     colours = plt.get_cmap("tab20").colors
     for i, (label, values) in enumerate(curves.items()):
@@ -100,7 +79,7 @@ def success_curves(
     ax.grid(alpha=0.3)
     if curves:
         ax.legend(fontsize="small", ncol=2, loc="lower left")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def heatmap_grid(
@@ -115,7 +94,7 @@ def heatmap_grid(
     annotated with its value. Writes a PNG and returns its path."""
     import numpy as np
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.0), squeeze=False)
     for ax, (name, xs, ys, values) in zip(axes[0], panels, strict=True):
         grid = np.asarray(values, dtype=float)
@@ -130,4 +109,4 @@ def heatmap_grid(
         fig.colorbar(im, ax=ax, shrink=0.8)
     if title:
         fig.suptitle(title)
-    return _save(fig, path)
+    return save_png(fig, path)

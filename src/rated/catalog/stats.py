@@ -18,6 +18,7 @@ from rated.catalog.defects import Defect
 from rated.catalog.prior import RELIABLE_THRESHOLD
 from rated.catalog.schema import Tool
 from rated.encode.base import Encoder
+from rated.plotting import pyplot, save_png
 
 __all__ = ["catalog_stats", "ensure_annotated", "plot_reliability"]
 
@@ -64,10 +65,7 @@ def catalog_stats(tools: Sequence[Tool]) -> dict[str, Any]:
 
 def plot_reliability(tools: Sequence[Tool], path: str | Path) -> Path:
     """A PNG with one r_static histogram per source (threshold marked)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     by_source: dict[str, list[float]] = {}
     for t in tools:
@@ -92,9 +90,4 @@ def plot_reliability(tools: Sequence[Tool], path: str | Path) -> Path:
         ax.set_xlabel("r_static", fontsize=8)
         ax.tick_params(labelsize=7)
     fig.suptitle("Static reliability prior per source", fontsize=10)
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_png(fig, path)

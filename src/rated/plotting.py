@@ -1,0 +1,34 @@
+"""The two steps every rated plot shares: pyplot on the Agg backend, and writing the figure as a PNG.
+
+Benchmark plots (``rated.bench.plots``) and catalog statistics (``rated.catalog.stats``) use them, so every
+PNG is laid out, sized and freed the same way and matplotlib is imported only when something is plotted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["pyplot", "save_png"]
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (files only, no display), imported only when plotting."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_png(fig: Any, path: str | Path) -> Path:
+    """Lay out, write ``fig`` as a PNG at ``path`` (creating its folder), free it and return the path."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return out
