@@ -6,12 +6,11 @@ The wheel ships the source its ``generate_tool_specs.py`` reads at import time; 
 
 from __future__ import annotations
 
-from rated.catalog.collect.archive import Archive, LayoutError
+from rated.catalog.collect.archive import Archive
 from rated.catalog.collect.base import SourceDef
 from rated.catalog.collect.fetch import PackageSpec
 from rated.catalog.collect.normalise import integration_key
-from rated.catalog.collect.pysource import PySource
-from rated.catalog.collect.pytools import ToolClass, to_tools, tool_classes
+from rated.catalog.collect.pytools import ToolClass, wheel_tools
 from rated.catalog.schema import Tool
 
 __all__ = ["PACKAGE", "SOURCE", "parse"]
@@ -22,15 +21,9 @@ _BASES = frozenset({"BaseTool"})
 
 def parse(archives: list[Archive]) -> list[Tool]:
     (archive,) = archives
-    src = PySource.from_archive(archive, "crewai_tools/")
-    if not src.modules("crewai_tools.tools"):
-        raise LayoutError(
-            f"{archive.spec}: no crewai_tools/tools/ modules in the wheel (has its layout changed?)"
-        )
-    classes = tool_classes(src, "crewai_tools.", lambda q: q.rpartition(".")[2] in _BASES)
-    if not classes:
-        raise LayoutError(f"{archive.spec}: no BaseTool subclasses with a literal name in crewai_tools")
-    return to_tools("crewai", archive, src, classes, _integration)
+    return wheel_tools(
+        archive, "crewai", tools_package="crewai_tools.tools", bases=_BASES, integration_of=_integration
+    )
 
 
 def _integration(c: ToolClass) -> str:

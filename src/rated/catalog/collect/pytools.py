@@ -13,13 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rated.catalog.collect.archive import Archive
+from rated.catalog.collect.archive import Archive, LayoutError
 from rated.catalog.collect.base import auth_from_credentials, unique_ids
 from rated.catalog.collect.normalise import clean_docstring, clean_text, provider_from_url, slug
 from rated.catalog.collect.pysource import ClassInfo, PySource, is_env_var
 from rated.catalog.schema import Provenance, Tool
 
-__all__ = ["ToolClass", "related_modules", "to_tools", "tool_classes"]
+__all__ = ["ToolClass", "related_modules", "to_tools", "tool_classes", "wheel_tools"]
 
 
 @dataclass(frozen=True)
@@ -162,3 +162,31 @@ def to_tools(
             )
         )
     return tools
+
+
+def wheel_tools(
+    archive: Archive,
+    source: str,
+    *,
+    tools_package: str,
+    bases: frozenset[str],
+    integration_of: Callable[[ToolClass], str],
+    class_prefix: str | None = None,
+) -> list[Tool]:
+    """The ``Tool`` records of one wheel's tool classes: subclasses of ``bases`` under ``class_prefix``.
+
+    The top-level package of ``tools_package`` is read with ``ast``; ``tools_package`` must hold modules
+    (else the wheel's layout has changed), and ``class_prefix`` defaults to that top-level package.
+    """
+    top = tools_package.split(".")[0]
+    src = PySource.from_archive(archive, f"{top}/")
+    if not src.modules(tools_package):
+        where = tools_package.replace(".", "/")
+        raise LayoutError(f"{archive.spec}: no {where}/ modules in the wheel (has its layout changed?)")
+    prefix = class_prefix or f"{top}."
+    classes = tool_classes(src, prefix, lambda q: q.rpartition(".")[2] in bases)
+    if not classes:
+        raise LayoutError(
+            f"{archive.spec}: no BaseTool subclasses with a literal name in {prefix.rstrip('.')}"
+        )
+    return to_tools(source, archive, src, classes, integration_of)
