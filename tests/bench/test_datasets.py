@@ -6,7 +6,7 @@ import pytest
 
 from rated.bench.dataset import Dataset, Query, load_dataset
 from rated.bench.datasets import prepare
-from rated.bench.datasets.bfcl import load_bfcl
+from rated.bench.datasets.bfcl import CATEGORIES, load_bfcl
 from rated.bench.datasets.common import Problems, add_distractors, assign_splits
 from rated.bench.datasets.metatool import load_metatool
 from rated.bench.datasets.stabletoolbench import load_stabletoolbench
@@ -51,18 +51,7 @@ def _bfcl_wheel(path):
     )
     files = {f"BFCL_v4_{c}.json": [] for c in ("irrelevance", "live_irrelevance", "live_relevance")}
     answers = {}
-    for cat in (
-        "simple_python",
-        "simple_java",
-        "simple_javascript",
-        "multiple",
-        "parallel",
-        "parallel_multiple",
-        "live_simple",
-        "live_multiple",
-        "live_parallel",
-        "live_parallel_multiple",
-    ):
+    for cat in CATEGORIES:  # the wheel holds every category the loader reads
         files[f"BFCL_v4_{cat}.json"] = []
         answers[f"possible_answer/BFCL_v4_{cat}.json"] = []
     q = files["BFCL_v4_simple_python.json"]
