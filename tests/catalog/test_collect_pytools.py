@@ -30,24 +30,12 @@ def _archive(tmp_path: Path, spec, files: dict) -> Archive:  # noqa: ANN001
 
 def test_wheel_tools_reads_classes_under_the_prefix(tmp_path: Path) -> None:
     archive = _archive(tmp_path, langchain.PACKAGE, {"langchain_community/tools/net/ping.py": TOOL})
-    (tool,) = wheel_tools(
-        archive,
-        "demo",
-        tools_package="langchain_community.tools",
-        bases=frozenset({"BaseTool"}),
-        integration_of=lambda c: "net",
-    )
+    kw = {"tools_package": "langchain_community.tools", "bases": frozenset({"BaseTool"})}
+    (tool,) = wheel_tools(archive, "demo", integration_of=lambda c: "net", **kw)
     assert tool.id == "demo:ping" and tool.tags == ("net",) and tool.source == "demo"
     assert tool.provenance.path == "langchain_community/tools/net/ping.py"
     with pytest.raises(LayoutError, match=r"in langchain_community\.other$"):  # classes outside the prefix
-        wheel_tools(
-            archive,
-            "demo",
-            tools_package="langchain_community.tools",
-            bases=frozenset({"BaseTool"}),
-            integration_of=lambda c: "net",
-            class_prefix="langchain_community.other.",
-        )
+        wheel_tools(archive, "demo", integration_of=str, class_prefix="langchain_community.other.", **kw)
 
 
 @pytest.mark.parametrize(
