@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from rated.cli.output import console, print_json
+from rated.encode.manifest import file_sha256
 from rated.errors import ConfigError, DataError
 
 __all__ = ["register"]
@@ -237,10 +237,6 @@ def _register_train(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_train)
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-
-
 def _also_dataset(spec: str) -> Any:
     from rated.bench.dataset import load_dataset
 
@@ -298,7 +294,7 @@ def _train(args: argparse.Namespace) -> int:
         val = [(r.text, group_members.get(r.group, [r.tool_id])) for r in records if r.split == "val"]
         sources = Counter(f"{r.generator}:{r.model}" for r in records)
         data["synthetic pairs"] = (
-            f"{pairs} (sha256 {_sha256(pairs)}), {len(records)} queries for "
+            f"{pairs} (sha256 {file_sha256(pairs)[:16]}), {len(records)} queries for "
             f"{len({r.tool_id for r in records})} tools, splits {dict(Counter(r.split for r in records))}, "
             f"written by {dict(sources)}"
         )
