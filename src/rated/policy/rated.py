@@ -29,7 +29,15 @@ only on evidence and never rewards a tool merely for having been picked):
   reliability evidence, so a tool is trusted again once it is back.
 
 A candidate is *healthy* while ``p_avail >= gate``; unhealthy ones are ranked after every healthy one
-(fail open, flagged, when none is healthy). Probes go to suspected tools with the most expected missed
+(fail open, flagged, when none is healthy).
+
+With ``utility > 0`` the ranking is by expected utility instead (issue 5; chosen per scenario on
+validation seeds like every other setting): ``S_final = w1 * S_sem + w3 * r_static + utility *
+log(S_bandit)``, i.e. ``log P(relevant) + log P(call succeeds)`` when relevance odds grow like ``exp(w1 *
+S_sem / utility)``. There is no gate and no linear soft term: a tool that fails every other call loses
+``utility * log 2`` (worth a semantic gap of ``utility * 0.69 / w1``), so it stays first when the
+alternatives are far behind and are unlikely to be relevant, and drops below a close near-duplicate; a tool
+believed down loses several times that. Probes go to suspected tools with the most expected missed
 demand. Scoring is O(d) per candidate; state exists only for tools and providers that got feedback.
 Durations are in the clock's units (steps in the simulator, seconds in production); ``time_scale``
 multiplies all of them. With seconds, the defaults remember a server error for about 3 minutes (doubling
@@ -72,6 +80,7 @@ FIELDS = (
     "last_tool",
 )
 T_FADE, T_OBS, S, F, BETA, RATE, STREAK, BLOCKED, T_SEEN, CALLS, LAST_TOOL = range(len(FIELDS))
+_FLOOR = 1e-4  # smallest success estimate in the expected-utility term (a log, so it must be > 0)
 _KINDS = (OutcomeKind.TOOL_ERROR, OutcomeKind.TIMEOUT, OutcomeKind.AUTH_ERROR, OutcomeKind.RATE_LIMITED)
 
 
@@ -122,6 +131,7 @@ class RatedPolicy(BasePolicy):
         provider_weight: float = 0.5,
         provider_noise: float = 0.3,
         time_scale: float = 1.0,
+        utility: float = 0.0,
     ):
         self.w1, self.w2, self.w3 = float(w1), float(w2), float(w3)
         self.alpha, self.gamma, self.ridge = float(alpha), float(gamma), float(ridge)
@@ -138,6 +148,7 @@ class RatedPolicy(BasePolicy):
         self.backoff, self.max_recover = float(backoff), float(max_recover)
         self.provider_weight, self.provider_noise = float(provider_weight), float(provider_noise)
         self.time_scale = float(time_scale)
+        self.utility = float(utility)
         self._check()
         ts = self.time_scale
         noise = (self.noise_tool_error, self.noise_timeout, self.noise_auth, self.noise_rate_limit)
@@ -184,6 +195,8 @@ class RatedPolicy(BasePolicy):
         ]
         if not 0 < self.gamma <= 1:
             bad.append(f"gamma={self.gamma} (must lie in (0, 1])")
+        if self.utility < 0:
+            bad.append(f"utility={self.utility} (must be >= 0)")
         if self.alpha < 0 or self.provider_weight < 0 or self.backoff < 1:
             bad.append(
                 f"alpha={self.alpha}, provider_weight={self.provider_weight} (>= 0), "
@@ -234,6 +247,9 @@ class RatedPolicy(BasePolicy):
             if self.prior_weight
             else [min(1.0 + fresh_bonus, 1.0)] * k
         )
+        util = self.utility
+        if util:  # expected utility: log P(success) on the semantic scale (fresh tools: their bandit's log)
+            util_out = [util * math.log(max(b, _FLOOR)) for b in bandit_out]
         for i in range(k):
             if not (rows[i] or prows[i]):
                 continue
@@ -258,9 +274,14 @@ class RatedPolicy(BasePolicy):
             else:
                 bonus = alpha / math.sqrt(n0 + total)
             rel_out[i], avail_out[i] = rel, avail
-            bandit_out[i] = min(rel * avail * self._avail_norm + bonus, 1.0)
+            bandit_out[i] = b = min(rel * avail * self._avail_norm + bonus, 1.0)
+            if util:
+                util_out[i] = util * math.log(max(b, _FLOOR))
         bandit, avail_arr = np.array(bandit_out), np.array(avail_out)
-        scores = self.w1 * candidates.semantic + self.w2 * bandit + self.w3 * prior
+        if util:  # expected utility replaces the soft term and the gate
+            scores = self.w1 * candidates.semantic + self.w3 * prior + np.array(util_out)
+        else:
+            scores = self.w1 * candidates.semantic + self.w2 * bandit + self.w3 * prior
         components = {
             "semantic": candidates.semantic,
             "bandit": bandit,
@@ -268,7 +289,7 @@ class RatedPolicy(BasePolicy):
             "reliability": np.array(rel_out),
             "availability": avail_arr,
         }
-        return scores, components, avail_arr >= self.gate
+        return scores, components, None if util else avail_arr >= self.gate
 
     def _score_fresh(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
         """No candidate nor provider has state: every tool has the same, fresh estimate."""
@@ -283,7 +304,14 @@ class RatedPolicy(BasePolicy):
         )
         bandit = np.minimum(rel + self.alpha * norm, 1.0)
         avail = np.full(k, self._up0 * self._up0)
-        scores = self.w1 * candidates.semantic + self.w2 * bandit + self.w3 * prior
+        if self.utility:
+            scores = (
+                self.w1 * candidates.semantic
+                + self.w3 * prior
+                + self.utility * np.log(np.maximum(bandit, _FLOOR))
+            )
+        else:
+            scores = self.w1 * candidates.semantic + self.w2 * bandit + self.w3 * prior
         components = {
             "semantic": candidates.semantic,
             "bandit": bandit,
@@ -291,7 +319,7 @@ class RatedPolicy(BasePolicy):
             "reliability": np.asarray(rel, dtype=np.float64),
             "availability": avail,
         }
-        return scores, components, avail >= self.gate
+        return scores, components, None if self.utility else avail >= self.gate
 
     # ---- learning ----------------------------------------------------------------------------------
     def state_keys(self, feedback: Feedback) -> list[str]:

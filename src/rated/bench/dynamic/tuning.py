@@ -16,8 +16,9 @@ Starting values come from libraries practitioners use:
 - ``batch_policy``: batch {50, 200, 500} steps x weight {0.3, 1.0} x half-life {500, inf}.
 - ``rated``: ``RATED_GRID``, the settings that decide how long a failure is remembered (base recovery
   half-life of a server error {200, 800, 3200} x back-off {1, 2}, the same two knobs as the breaker's)
-  and the prior's weight w3 {0.05, 0.10} (x provider noise {0.1, 0.3} where providers fail together);
-  everything else stays at its default.
+  and the prior's weight w3 {0.05, 0.10}, x the ranking: the paper's fusion with the health gate
+  (``utility`` 0) or expected utility with weight {0.05, 0.10} (x provider noise {0.1, 0.3} where providers
+  fail together); everything else stays at its default.
 
 Selection: the highest mean Post-Fail SR over the validation seeds; ties (within 1e-4) go to the lower
 FSR, then to the earlier grid point.
@@ -43,6 +44,7 @@ RATED_GRID: dict[str, list[Any]] = {
     "recover_tool_error": [200.0, 800.0, 3200.0],
     "backoff": [1.0, 2.0],
     "w3": [0.05, 0.10],
+    "utility": [0.0, 0.05, 0.10],
 }
 
 GRIDS: dict[str, dict[str, list[Any]]] = {
