@@ -110,7 +110,13 @@ def test_tfidf_single_query_path_equals_scikit_learn_transform(sublinear):
         "email_digest: summarise the emails of a mailbox, email by email",
     ]
     idx.add([f"t{i}" for i in range(len(texts))], texts)
-    queries = ["send email email email to Bob", "flights to cities", "unknownword", "", "weather weather city"]
+    queries = [
+        "send email email email to Bob",
+        "flights to cities",
+        "unknownword",
+        "",
+        "weather weather city",
+    ]
     for q in queries:
         np.testing.assert_allclose(idx.scores(q), idx.scores_many([q])[0], rtol=0, atol=1e-7)
     assert idx.scores("send email")[0] > 0 and not idx.scores("unknownword").any()
