@@ -290,11 +290,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def plot(rows: list[dict], path: Path, subtitle: str) -> None:
-    import matplotlib
+    from rated.plotting import pyplot, save_png
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     names = [r["stage"] for r in rows]
     med = [r["median_ms"] for r in rows]
     p95 = [r["p95_ms"] for r in rows]
@@ -311,9 +309,7 @@ def plot(rows: list[dict], path: Path, subtitle: str) -> None:
     ax.set_xlabel("milliseconds per call (log scale; black bar = target)", labelpad=2)
     ax.set_title(f"rated batch-1 latency ({subtitle})")
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=2, frameon=False)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_png(fig, path)
 
 
 if __name__ == "__main__":
