@@ -17,8 +17,10 @@ Starting values come from libraries practitioners use:
 - ``rated``: ``RATED_GRID``, the settings that decide how long a failure is remembered (base recovery
   half-life of a server error {200, 800, 3200} x back-off {1, 2}, the same two knobs as the breaker's)
   and the prior's weight w3 {0.05, 0.10}, x the ranking: the paper's fusion with the health gate
-  (``utility`` 0) or expected utility with weight {0.05, 0.10} (x provider noise {0.1, 0.3} where providers
-  fail together); everything else stays at its default.
+  (``utility`` 0) or expected utility with weight {0.05, 0.10}, x the evidence half-life {2000, 500} (a
+  failure during an outage also lowers the reliability estimate, and a demoted tool is not called again to
+  correct it: only fading does) (x provider noise {0.1, 0.3} where providers fail together); everything
+  else stays at its default.
 
 Selection: the highest mean Post-Fail SR over the validation seeds; ties (within 1e-4) go to the lower
 FSR, then to the earlier grid point.
@@ -45,6 +47,7 @@ RATED_GRID: dict[str, list[Any]] = {
     "backoff": [1.0, 2.0],
     "w3": [0.05, 0.10],
     "utility": [0.0, 0.05, 0.10],
+    "half_life": [2000.0, 500.0],
 }
 
 GRIDS: dict[str, dict[str, list[Any]]] = {
