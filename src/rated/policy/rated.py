@@ -249,7 +249,11 @@ class RatedPolicy(BasePolicy):
         )
         util = self.utility
         if util:  # expected utility: log P(success) on the semantic scale (fresh tools: their bandit's log)
-            util_out = [util * math.log(max(b, _FLOOR)) for b in bandit_out]
+            util_out = (
+                [util * math.log(max(b, _FLOOR)) for b in bandit_out]
+                if self.prior_weight
+                else [util * math.log(max(bandit_out[0], _FLOOR))] * k
+            )
         for i in range(k):
             if not (rows[i] or prows[i]):
                 continue
