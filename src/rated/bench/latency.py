@@ -104,8 +104,14 @@ def run_latency(
         for name in names:
             policy = policies[name]
             c3, t3 = cpu_clock(), clock()
+            where = pos.tolist()  # built as Retriever._rank builds them
             cands = Candidates(
-                tuple(ids[j] for j in pos), sem, prior[pos], tuple(providers[j] for j in pos), vec, now
+                tuple(map(ids.__getitem__, where)),
+                sem,
+                prior[pos],
+                tuple(map(providers.__getitem__, where)),
+                vec,
+                now,
             )
             orders[name] = policy.rank(cands).order
             t4, c4 = clock(), cpu_clock()
