@@ -82,20 +82,58 @@ def test_feedback_demotes_and_tools_report_it(client):
         ("post", "/retrieve", {"query": "   "}, 422, "QueryError"),
         ("post", "/retrieve", {"query": "x" * 10_001}, 422, "QueryError"),
         ("post", "/retrieve", {"query": QUERY, "k": 4}, 422, "ConfigError"),
-        ("post", "/retrieve", {"query": QUERY, "k": 0}, 422, None),
-        ("post", "/retrieve", {"query": 42}, 422, None),
-        ("post", "/retrieve", {"q": QUERY}, 422, None),
+        ("post", "/retrieve", {"query": QUERY, "k": 0}, 422, "RequestValidationError"),
+        ("post", "/retrieve", {"query": 42}, 422, "RequestValidationError"),
+        ("post", "/retrieve", {"q": QUERY}, 422, "RequestValidationError"),
         ("post", "/feedback", {"tool_id": "nope", "outcome": "success"}, 404, "UnknownToolError"),
         ("post", "/feedback", {"tool_id": "mail.a", "outcome": "exploded"}, 422, "ConfigError"),
-        ("post", "/feedback", {"tool_id": "mail.a", "outcome": "timeout", "retry_after": -1}, 422, None),
+        (
+            "post",
+            "/feedback",
+            {"tool_id": "mail.a", "outcome": "timeout", "retry_after": -1},
+            422,
+            "RequestValidationError",
+        ),
         ("get", "/tools/nope", None, 404, "UnknownToolError"),
     ],
 )
 def test_errors_map_to_status_codes(client, method, path, payload, status, error):
     r = client.request(method.upper(), path, json=payload)
     assert r.status_code == status
-    if error:
-        assert r.json()["error"] == error and r.json()["detail"]
+    assert r.json()["error"] == error and r.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("path", "raw", "field"),
+    [
+        ("/retrieve", '{"query": NaN}', "body.query"),
+        ("/retrieve", '{"query": "email", "k": NaN}', "body.k"),
+        ("/retrieve/batch", '{"queries": [NaN]}', "body.queries.0"),
+        ("/retrieve/batch", '{"queries": ["email"], "k": NaN}', "body.k"),
+        (
+            "/feedback",
+            '{"tool_id": "mail.a", "outcome": "rate_limited", "retry_after": NaN}',
+            "body.retry_after",
+        ),
+        ("/feedback", '{"tool_id": "mail.a", "outcome": "success", "query": NaN}', "body.query"),
+        (
+            "/feedback",
+            '{"tool_id": "mail.a", "outcome": "success", "query": "x", "secret": NaN}',
+            "body.secret",
+        ),
+        ("/feedback", "{not json", "body"),
+    ],
+)
+def test_invalid_bodies_are_422_in_the_error_shape_naming_the_field(retriever, path, raw, field):
+    # raise_server_exceptions=False: a 500 (NaN echoed into strict JSON) shows up as a status, not a raise
+    app = create_app(Settings(default_k=2, max_k=3, max_batch=2), retriever=retriever)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        r = c.post(path, content=raw, headers={"content-type": "application/json"})
+        assert r.status_code == 422
+        body = r.json()
+        assert set(body) == {"error", "detail"} and body["error"] == "RequestValidationError"
+        assert body["detail"].startswith(field) and "NaN" not in body["detail"]
+        assert 'rated_errors_total{error="RequestValidationError"} 1.0' in c.get("/metrics").text
 
 
 def test_busy_store_is_503_with_retry_after(client, retriever, monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from rated.errors import (
@@ -15,7 +16,7 @@ from rated.errors import (
     UnknownToolError,
 )
 
-__all__ = ["STATUS", "install_error_handler", "status_of"]
+__all__ = ["STATUS", "install_error_handler", "status_of", "validation_detail"]
 
 # first match wins: subclasses before their parents
 STATUS: tuple[tuple[type[RatedError], int], ...] = (
@@ -33,6 +34,12 @@ def status_of(exc: RatedError) -> int:
     return next(code for cls, code in STATUS if isinstance(exc, cls))
 
 
+def validation_detail(exc: RequestValidationError) -> str:
+    """Where each problem is and what is wrong, never the raw input: it may be huge, or NaN, which
+    strict JSON cannot even encode (FastAPI's default handler echoes it and fails with a 500)."""
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+
+
 def install_error_handler(app: FastAPI) -> None:
     @app.exception_handler(RatedError)
     async def _rated_error(request: Request, exc: RatedError) -> JSONResponse:
@@ -41,4 +48,11 @@ def install_error_handler(app: FastAPI) -> None:
         headers = {"Retry-After": "1"} if isinstance(exc, StoreBusyError) else None
         return JSONResponse(
             {"error": type(exc).__name__, "detail": str(exc)}, status_code=code, headers=headers
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        request.app.state.metrics.errors.labels("RequestValidationError").inc()
+        return JSONResponse(
+            {"error": "RequestValidationError", "detail": validation_detail(exc)}, status_code=422
         )
