@@ -84,6 +84,26 @@ def test_feedback_demotes_and_tools_report_it(client):
         ("post", "/retrieve", {"query": QUERY, "k": 4}, 422, "ConfigError"),
         ("post", "/retrieve", {"query": QUERY, "k": 0}, 422, "RequestValidationError"),
         ("post", "/retrieve", {"query": 42}, 422, "RequestValidationError"),
+        ("post", "/retrieve", {"query": QUERY, "k": True}, 422, "RequestValidationError"),
+        ("post", "/retrieve", {"query": QUERY, "k": 1.0}, 422, "RequestValidationError"),
+        ("post", "/retrieve", {"query": QUERY, "k": "2"}, 422, "RequestValidationError"),
+        ("post", "/retrieve/batch", {"queries": [QUERY], "k": True}, 422, "RequestValidationError"),
+        ("post", "/retrieve/batch", {"queries": QUERY}, 422, "RequestValidationError"),
+        ("post", "/feedback", {"tool_id": 1, "outcome": "success"}, 422, "RequestValidationError"),
+        (
+            "post",
+            "/feedback",
+            {"tool_id": "mail.a", "outcome": "rate_limited", "retry_after": "5"},
+            422,
+            "RequestValidationError",
+        ),
+        (
+            "post",
+            "/feedback",
+            {"tool_id": "mail.a", "outcome": "rate_limited", "retry_after": True},
+            422,
+            "RequestValidationError",
+        ),
         ("post", "/retrieve", {"q": QUERY}, 422, "RequestValidationError"),
         ("post", "/feedback", {"tool_id": "nope", "outcome": "success"}, 404, "UnknownToolError"),
         ("post", "/feedback", {"tool_id": "mail.a", "outcome": "exploded"}, 422, "ConfigError"),
@@ -134,6 +154,11 @@ def test_invalid_bodies_are_422_in_the_error_shape_naming_the_field(retriever, p
         assert set(body) == {"error", "detail"} and body["error"] == "RequestValidationError"
         assert body["detail"].startswith(field) and "NaN" not in body["detail"]
         assert 'rated_errors_total{error="RequestValidationError"} 1.0' in c.get("/metrics").text
+
+
+def test_strict_bodies_still_take_an_int_where_a_float_is_expected(client):
+    r = client.post("/feedback", json={"tool_id": "mail.a", "outcome": "rate_limited", "retry_after": 30})
+    assert r.status_code == 200 and r.json()["healthy"] is False
 
 
 def test_busy_store_is_503_with_retry_after(client, retriever, monkeypatch):

@@ -27,7 +27,10 @@ __all__ = [
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Request bodies: unknown fields and coercions are errors (lax mode read ``"k": true`` as 1 and
+    ``"query": 5`` style mistakes silently; ints stay accepted where a float is expected)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class RetrieveIn(_In):
