@@ -16,6 +16,7 @@ from fastapi.routing import APIRoute
 from rated.errors import ConfigError
 from rated.retriever import Retriever
 from rated.service.errors import install_error_handler
+from rated.service.limits import BodyLimit
 from rated.service.metrics import Metrics
 from rated.service.routes import ROUTERS
 from rated.service.settings import Settings
@@ -54,7 +55,13 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
     install_error_handler(app)
     for router in ROUTERS:
         app.include_router(router)
-    app.middleware("http")(_observe)
+    errors = app.state.metrics.errors
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        on_reject=lambda: errors.labels("RequestTooLarge").inc(),
+    )
+    app.middleware("http")(_observe)  # added last: outermost, so it also counts the 413s
     return app
 
 

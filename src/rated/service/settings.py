@@ -30,6 +30,7 @@ class Settings(BaseModel):
     max_k: int = Field(50, ge=1)
     max_batch: int = Field(64, ge=1)
     busy_timeout: float = Field(5.0, gt=0)
+    max_body_bytes: int = Field(1 << 20, ge=1)  # 1 MiB: a full batch (64 x 10,000 ASCII chars) fits
 
     @model_validator(mode="after")
     def _k_within_limit(self) -> Settings:
