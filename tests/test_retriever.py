@@ -436,3 +436,53 @@ def test_repeated_query_is_encoded_once_and_ranks_the_same(clock, tmp_path):
 def test_bad_query_cache_size_is_a_config_error():
     with pytest.raises(ConfigError, match="query_cache"):
         Retriever.from_catalog(catalog(), encoder=HashEncoder(64), query_cache=-5)
+
+
+def test_feedback_sees_tools_another_writer_added_or_removed(clock, tmp_path):
+    db = tmp_path / "r.db"
+    a = Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(64), clock=clock)
+    b = Retriever.open(db, encoder=HashEncoder(64), clock=clock)
+    a.add_tools([Tool(id="new.tool", name="fresh_tool", description="A tool added by another writer")])
+    b.feedback("new.tool", "success")  # no retrieve in between: b refreshes before checking the id
+    a.remove_tools(["weather"])
+    with pytest.raises(UnknownToolError):
+        b.feedback("weather", "tool_error")
+    assert [r.tool_id for r in b.outcomes()] == ["new.tool"]  # the refused one left no trace
+    a.close(), b.close()
+
+
+class ExplodingEncoder(HashEncoder):
+    def encode_tools(self, texts, **kwargs):
+        raise KeyboardInterrupt  # an interrupted `rated index --force`
+
+
+def test_an_interrupted_rebuild_keeps_the_old_index(clock, tmp_path):
+    db = tmp_path / "r.db"
+    Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(64), clock=clock).close()
+    with pytest.raises(KeyboardInterrupt):
+        Retriever.from_catalog(catalog()[:2], db=db, encoder=ExplodingEncoder(64), overwrite=True)
+    r = Retriever.open(db, encoder=HashEncoder(64), clock=clock)
+    assert len(r) == len(catalog()) and r.retrieve(QUERY)[0].id in {"mail.a", "mail.b"}
+    r.close()
+
+
+def test_a_rebuild_by_another_writer_is_adopted_or_refused_by_a_live_retriever(clock, tmp_path):
+    db = tmp_path / "r.db"
+    live = Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(64), clock=clock)
+    live.retrieve(QUERY)
+    Retriever.from_catalog(catalog()[2:], db=db, encoder=HashEncoder(64), overwrite=True).close()
+    assert "mail.a" not in {h.id for h in live.retrieve(QUERY, k=10)}  # same encoder: adopted
+    Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(32), overwrite=True).close()
+    with pytest.raises(ConfigError, match="re-indexed with encoder"):
+        live.retrieve(QUERY)
+    live.close()
+
+
+def test_hits_built_on_the_fast_path_equal_hits_built_normally(retriever):
+    import dataclasses
+
+    hit = retriever.retrieve(QUERY, k=1)[0]
+    fields = {f.name: getattr(hit, f.name) for f in dataclasses.fields(Hit)}
+    assert hit == Hit(**fields) and set(vars(hit)) == set(fields)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        hit.score = 0.0  # type: ignore[misc]

@@ -37,7 +37,15 @@ from rated import retriever_setup as setup
 from rated.catalog.schema import Tool
 from rated.encode.base import Encoder
 from rated.encode.query_cache import DEFAULT_QUERY_CACHE, QueryCache
-from rated.errors import CatalogError, CatalogProblem, ConfigError, ModelError, QueryError, UnknownToolError
+from rated.errors import (
+    CatalogError,
+    CatalogProblem,
+    ConfigError,
+    ModelError,
+    QueryError,
+    StoreError,
+    UnknownToolError,
+)
 from rated.hits import Hit, ToolHealth
 from rated.index.ids import check_known_ids
 from rated.outcome import Outcome, OutcomeKind
@@ -128,10 +136,10 @@ class Retriever:
             if store.get_meta() or store.load_catalog().ids:
                 if not overwrite:
                     raise ConfigError(
-                        f"{setup.describe_db(db)} already holds an index; open it with Retriever.open, or "
-                        "pass overwrite=True (`rated index --force`) to replace it"
+                        f"{setup.describe_db(db)} already holds an index; replace it with `rated index "
+                        "--force` (overwrite=True), or open it with Retriever.open"
                     )
-                store.clear()
+            # encode first, then swap in one change: an interrupted rebuild leaves the old index in place
             embeddings = setup.encode_tools(encoder, tools, progress)
             prior = compute_prior(tools, encoder, progress=progress)
             meta = IndexMeta(
@@ -144,8 +152,7 @@ class Retriever:
                 prior_stats=prior.stats.to_dict(),
                 rated_version=setup.rated_version(),
             )
-            setup.put_tools(store, tools, embeddings, prior)
-            store.set_meta(meta.to_dict())
+            setup.replace_catalog(store, tools, embeddings, prior, meta.to_dict())
             return cls(store, encoder, policy, meta, clock=clock, query_cache=query_cache)
 
     @classmethod
@@ -262,30 +269,30 @@ class Retriever:
         request the tool was called for) lets the policy learn query-specific failures; ``retry_after``
         (seconds) is a rate-limit hint.
         """
-        if not isinstance(tool_id, str) or tool_id not in self._by_id:
+        if not isinstance(tool_id, str) or not tool_id:
             raise UnknownToolError(str(tool_id))
+        retry_after = _check_retry_after(retry_after)
         if isinstance(outcome, Outcome) and retry_after is not None:
             outcome = Outcome(outcome.kind, retry_after)
-        result = Outcome.of(outcome, _check_retry_after(retry_after))
+        result = Outcome.of(outcome, retry_after)
         context = None
         query_hash = None
         if query is not None:
             self._check_query(query)
             context = self._encode_queries([query])[0]
             query_hash = hashlib.sha256(query.encode("utf-8")).hexdigest()[:16]
-        now = float(self._clock())
-        fb = Feedback(
-            tool_id=tool_id,
-            outcome=result,
-            now=now,
-            context=context,
-            provider=self._by_id[tool_id].provider_key,
-        )
-        record = OutcomeRecord(now, tool_id, result.kind.value, query_hash, result.retry_after)
-        counts = result.is_success or result.counts_against_tool
-        keys = list(self._policy.state_keys(fb)) if counts else []
         with self._lock:
-            self._refresh()
+            self._refresh()  # the tool may have been added or removed by another process since
+            tool = self._by_id.get(tool_id)
+            if tool is None:
+                raise UnknownToolError(tool_id)
+            now = float(self._clock())
+            fb = Feedback(
+                tool_id=tool_id, outcome=result, now=now, context=context, provider=tool.provider_key
+            )
+            record = OutcomeRecord(now, tool_id, result.kind.value, query_hash, result.retry_after)
+            counts = result.is_success or result.counts_against_tool
+            keys = list(self._policy.state_keys(fb)) if counts else []
 
             def update(current: Mapping[str, bytes]) -> dict[str, bytes]:
                 self._set_states(keys, current)
@@ -507,6 +514,7 @@ class Retriever:
         if version == self._version:
             return
         if self._store.catalog_version() != self._catalog_version:
+            self._adopt_meta()
             self._load_catalog()
             self._load_states()
             return
@@ -514,6 +522,24 @@ class Retriever:
         changed, self._seq = self._store.states_since(self._seq)
         for key, blob in changed.items():
             self._policy.set_state(key, decode_state(blob))
+
+    def _adopt_meta(self) -> None:
+        """The catalog changed under us: take the stored settings, unless the index was rebuilt with another
+        encoder or policy, which this process cannot serve (its embeddings or state would not match)."""
+        where = setup.describe_db(self._store)
+        raw = self._store.get_meta()
+        if not raw:
+            raise StoreError(f"{where} holds no index any more (cleared or being rebuilt): reopen it later")
+        meta = IndexMeta.from_dict(raw, where)
+        if not meta.encoder.same_embeddings(self._meta.encoder):
+            raise ConfigError(
+                f"{where} was re-indexed with encoder {meta.encoder}, not {self._meta.encoder}: reopen it"
+            )
+        if (meta.policy, meta.policy_params) != (self._meta.policy, self._meta.policy_params):
+            raise ConfigError(
+                f"{where} was re-indexed with policy {meta.policy!r} and other settings: reopen it"
+            )
+        self._meta = meta
 
     def _own_catalog_change(self, version: int) -> None:
         """Our own write moved the catalog version by one: no reload needed (else someone else wrote too)."""

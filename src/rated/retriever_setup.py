@@ -32,6 +32,7 @@ __all__ = [
     "policy_params",
     "put_tools",
     "rated_version",
+    "replace_catalog",
     "semantic_config",
 ]
 
@@ -68,7 +69,18 @@ def parse_record(record: str, tool_id: str) -> Tool:
 
 def put_tools(store: Store, tools: Sequence[Tool], embeddings: np.ndarray, prior: Any) -> int:
     """Persist ``tools`` with their embeddings and prior (r_static and its per-tool detail)."""
-    return store.put_tools(
+    return store.put_tools(*_tool_rows(tools, embeddings, prior))
+
+
+def replace_catalog(
+    store: Store, tools: Sequence[Tool], embeddings: np.ndarray, prior: Any, meta: Mapping[str, Any]
+) -> int:
+    """Swap the stored index for ``tools`` and ``meta`` in one change: a failed rebuild loses nothing."""
+    return store.replace_catalog(*_tool_rows(tools, embeddings, prior), meta)
+
+
+def _tool_rows(tools: Sequence[Tool], embeddings: np.ndarray, prior: Any) -> tuple:
+    return (
         [t.id for t in tools],
         [t.model_dump_json() for t in tools],
         embeddings,

@@ -8,6 +8,7 @@ import uuid
 import numpy as np
 import pytest
 
+from rated.errors import ConfigError
 from rated.store.base import OutcomeRecord, Store
 from rated.store.memory import MemoryStore
 from rated.store.sqlite import SQLiteStore
@@ -163,6 +164,32 @@ def test_clear_drops_catalog_config_and_state_but_keeps_the_log(store):
     assert store.get_meta() == {} and store.load_states() == {}
     assert len(store.outcomes()) == 1
     assert store.catalog_version() > v
+
+
+def test_replace_catalog_swaps_tools_meta_and_state_in_one_change(store):
+    _put(store, ["a", "b"])
+    store.set_meta({"k": 1})
+    store.update_states(
+        ["a"], lambda cur: {"a": b"1"}, OutcomeRecord(time=1.0, tool_id="a", outcome="success")
+    )
+    v = store.catalog_version()
+    emb = np.ones((2, 3), dtype=np.float32)
+    version = store.replace_catalog(
+        ["c", "a"], ['{"id": "c"}', '{"id": "a"}'], emb, np.array([0.2, 0.4]), None, {"k": 2}
+    )
+    cat = store.load_catalog()
+    assert cat.ids == ("c", "a") and version == store.catalog_version() > v
+    assert store.get_meta() == {"k": 2} and store.load_states() == {}
+    np.testing.assert_array_equal(cat.embeddings, emb)
+    assert len(store.outcomes()) == 1  # the log is history: kept
+
+
+def test_a_rejected_replacement_keeps_the_old_index(store):
+    _put(store, ["a", "b"])
+    store.set_meta({"k": 1})
+    with pytest.raises(ConfigError, match="same length"):
+        store.replace_catalog(["c", "d"], ['{"id": "c"}'], np.ones((2, 3), np.float32), np.ones(2), None, {})
+    assert store.load_catalog().ids == ("a", "b") and store.get_meta() == {"k": 1}
 
 
 def test_redis_store_names_the_extra_when_the_client_is_missing(monkeypatch):

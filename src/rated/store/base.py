@@ -118,6 +118,19 @@ class CatalogStore(Protocol):
         """Drop the catalog, the config and every policy state (the outcome log is kept: it is history)."""
         ...
 
+    def replace_catalog(
+        self,
+        ids: Sequence[str],
+        records: Sequence[str],
+        embeddings: np.ndarray,
+        prior: np.ndarray,
+        prior_detail: Sequence[Mapping[str, Any]] | None,
+        meta: Mapping[str, Any],
+    ) -> int:
+        """``clear`` + ``put_tools`` + ``set_meta`` as one change (a rebuilt index): readers see the old
+        index or the new one, never none, and a failure leaves the old one in place. Returns the version."""
+        ...
+
     def catalog_version(self) -> int:
         """Changes whenever tools were added, replaced or removed."""
         ...

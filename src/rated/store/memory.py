@@ -88,6 +88,22 @@ class MemoryStore:
             self._seq += 1
             self._catalog_version += 1
 
+    def replace_catalog(
+        self,
+        ids: Sequence[str],
+        records: Sequence[str],
+        embeddings: np.ndarray,
+        prior: np.ndarray,
+        prior_detail: Sequence[Mapping[str, Any]] | None,
+        meta: Mapping[str, Any],
+    ) -> int:
+        check_tool_rows(ids, records, embeddings, prior, prior_detail)  # before anything is dropped
+        with self._lock:  # re-entrant: the three steps are one change for other threads
+            self.clear()
+            self.set_meta(meta)
+            self._catalog_version -= 1  # clear and put count as one change
+            return self.put_tools(ids, records, embeddings, prior, prior_detail)
+
     def catalog_version(self) -> int:
         return self._catalog_version
 

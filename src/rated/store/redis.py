@@ -207,6 +207,34 @@ class RedisStore:
 
         self._call(run)
 
+    def replace_catalog(
+        self,
+        ids: Sequence[str],
+        records: Sequence[str],
+        embeddings: np.ndarray,
+        prior: np.ndarray,
+        prior_detail: Sequence[Mapping[str, Any]] | None,
+        meta: Mapping[str, Any],
+    ) -> int:
+        emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
+
+        def body(pipe: Any) -> int:
+            names = pipe.zrange(self._k("changes"), 0, -1)
+            pipe.multi()  # one MULTI/EXEC: replicas see the old index or the new one
+            pipe.delete(*(self._k(n) for n in ("order", "tools", "emb", "prior", "meta", "changes")))
+            if names:
+                pipe.delete(*(self._k(f"s:{n.decode()}") for n in names))
+            pipe.set(self._k("meta"), json.dumps(dict(meta), sort_keys=True))
+            for i, tool_id in enumerate(ids):
+                pipe.zadd(self._k("order"), {tool_id: float(i)})
+                pipe.hset(self._k("tools"), tool_id, records[i])
+                pipe.hset(self._k("emb"), tool_id, emb[i].tobytes())
+                pipe.hset(self._k("prior"), tool_id, json.dumps([float(prior[i]), dict(details[i])]))
+            pipe.incr(self._k("catver"))
+            return int(pipe.execute()[-1])
+
+        return int(self._optimistic([self._k("changes")], body))
+
     def catalog_version(self) -> int:
         return int(self._call(lambda: self._r.get(self._k("catver"))) or 0)
 

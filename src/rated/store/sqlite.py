@@ -196,25 +196,55 @@ class SQLiteStore:
     ) -> int:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
         with self._write() as conn:
-            (top,) = conn.execute("SELECT COALESCE(MAX(position), -1) FROM tools").fetchone()
-            existing = dict(conn.execute("SELECT id, position FROM tools").fetchall()) if ids else {}
-            tool_rows = []
-            for i, tool_id in enumerate(ids):
-                position = existing.get(tool_id)
-                if position is None:
-                    top += 1
-                    position = top
-                tool_rows.append((tool_id, position, records[i]))
-            conn.executemany("INSERT OR REPLACE INTO tools (id, position, record) VALUES (?,?,?)", tool_rows)
-            conn.executemany(
-                "INSERT OR REPLACE INTO embeddings (id, dim, vector) VALUES (?, ?, ?)",
-                [(t, emb.shape[1], emb[i].tobytes()) for i, t in enumerate(ids)],
-            )
-            conn.executemany(
-                "INSERT OR REPLACE INTO prior (id, r_static, detail) VALUES (?, ?, ?)",
-                [(t, float(prior[i]), json.dumps(dict(details[i]))) for i, t in enumerate(ids)],
-            )
+            self._insert_tools(conn, ids, records, emb, prior, details)
             return self._bump_catalog(conn)
+
+    def replace_catalog(
+        self,
+        ids: Sequence[str],
+        records: Sequence[str],
+        embeddings: np.ndarray,
+        prior: np.ndarray,
+        prior_detail: Sequence[Mapping[str, Any]] | None,
+        meta: Mapping[str, Any],
+    ) -> int:
+        emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
+        text = json.dumps(dict(meta), sort_keys=True)
+        with self._write() as conn:  # one transaction: the old index stays until the new one is complete
+            for table, _ in _TOOL_TABLES:
+                conn.execute(f"DELETE FROM {table}")
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('config', ?)", (text,))
+            self._insert_tools(conn, ids, records, emb, prior, details)
+            return self._bump_catalog(conn)
+
+    @staticmethod
+    def _insert_tools(
+        conn: sqlite3.Connection,
+        ids: Sequence[str],
+        records: Sequence[str],
+        emb: np.ndarray,
+        prior: np.ndarray,
+        details: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """Insert at the end, or replace in place, inside the caller's transaction."""
+        (top,) = conn.execute("SELECT COALESCE(MAX(position), -1) FROM tools").fetchone()
+        existing = dict(conn.execute("SELECT id, position FROM tools").fetchall()) if ids else {}
+        tool_rows = []
+        for i, tool_id in enumerate(ids):
+            position = existing.get(tool_id)
+            if position is None:
+                top += 1
+                position = top
+            tool_rows.append((tool_id, position, records[i]))
+        conn.executemany("INSERT OR REPLACE INTO tools (id, position, record) VALUES (?,?,?)", tool_rows)
+        conn.executemany(
+            "INSERT OR REPLACE INTO embeddings (id, dim, vector) VALUES (?, ?, ?)",
+            [(t, emb.shape[1], emb[i].tobytes()) for i, t in enumerate(ids)],
+        )
+        conn.executemany(
+            "INSERT OR REPLACE INTO prior (id, r_static, detail) VALUES (?, ?, ?)",
+            [(t, float(prior[i]), json.dumps(dict(details[i]))) for i, t in enumerate(ids)],
+        )
 
     def delete_tools(self, ids: Sequence[str]) -> int:
         params = [(t,) for t in ids]
