@@ -67,6 +67,8 @@ class Retriever:
 
     Build with ``Retriever.from_catalog`` (encode and index a catalog) or ``Retriever.open`` (reopen a
     database without re-encoding). Thread-safe; processes may share one SQLite file or Redis database.
+    Calls of one retriever are serialised: a ``feedback`` waiting for another process's write (at most
+    ``busy_timeout``, normally milliseconds) delays this retriever's ``retrieve`` calls meanwhile.
     """
 
     def __init__(
