@@ -72,6 +72,30 @@ def test_tools_are_listed_with_schemas_and_work_in_process(retriever):
     assert [r.outcome for r in retriever.outcomes()] == ["tool_error"]
 
 
+@pytest.mark.parametrize("exc", [KeyError("mail.a"), ValueError("shapes (3,) and (2,) differ")])
+def test_unexpected_retriever_errors_come_back_as_named_tool_errors(retriever, monkeypatch, caplog, exc):
+    def boom(*args, **kwargs):
+        raise exc
+
+    monkeypatch.setattr(retriever, "retrieve", boom)
+    monkeypatch.setattr(retriever, "feedback", boom)
+    server = build_mcp_server(retriever)
+
+    async def session() -> None:
+        async with Client(server) as client:
+            for name, args in [
+                ("find_tools", {"query": QUERY}),
+                ("report_outcome", {"tool_id": "mail.a", "outcome": "success"}),
+            ]:
+                bad = await client.call_tool(name, args)
+                text = bad.content[0].text
+                assert bad.is_error and f"internal error: {type(exc).__name__}: {exc}" in text, text
+
+    with caplog.at_level("ERROR", logger="rated.service.mcp_server"):
+        anyio.run(session)
+    assert [r.exc_info[1] for r in caplog.records if r.name == "rated.service.mcp_server"] == [exc, exc]
+
+
 def test_rated_mcp_speaks_json_rpc_over_stdio(tmp_path):
     db = tmp_path / "mcp.db"
     Retriever.from_catalog(TOOLS, db=db, encoder=HashEncoder(64)).close()

@@ -2,11 +2,15 @@
 
 Transport is stdio (``rated mcp --db PATH``). The two tools return the same wire models as the HTTP
 service. A rated error (empty query, unknown tool id, busy store) comes back as a tool error with its
-one-line message, which the model can read and act on.
+one-line message, which the model can read and act on. Any other exception (a bug) is logged with its
+traceback and also comes back as a tool error naming it, not the SDK's bare "Error executing tool".
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from rated.errors import ConfigError, RatedError
@@ -19,6 +23,8 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
 __all__ = ["build_mcp_server"]
+
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = (
     "Use find_tools to pick a tool for a task: it ranks the catalog by relevance and by how reliably each "
@@ -47,11 +53,9 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
         Each hit has the tool's id, description and parameters, a score, and whether it currently looks
         healthy. ``degraded`` is true when no candidate looked healthy (the list is ranked anyway).
         """
-        try:
+        with _as_tool_error("find_tools", ToolError):
             k = checked_k(k, settings)
             return RetrieveOut.of(query, k, retriever.retrieve(query, k=k))
-        except RatedError as exc:
-            raise ToolError(str(exc)) from None
 
     @server.tool()
     def report_outcome(
@@ -63,9 +67,21 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
         arguments: never held against the tool). ``query``: the task the tool was called for.
         ``retry_after``: seconds, when the tool said when to come back.
         """
-        try:
+        with _as_tool_error("report_outcome", ToolError):
             return record_feedback(retriever, tool_id, outcome, query, retry_after)
-        except RatedError as exc:
-            raise ToolError(str(exc)) from None
 
     return server
+
+
+@contextmanager
+def _as_tool_error(tool: str, tool_error: type[Exception]) -> Iterator[None]:
+    """A rated error as its own message; anything else as a named internal error (traceback logged)."""
+    try:
+        yield
+    except RatedError as exc:
+        raise tool_error(str(exc)) from None
+    except Exception as exc:
+        log.exception("%s raised an unexpected exception", tool)
+        raise tool_error(
+            f"internal error: {type(exc).__name__}: {exc} (a bug; traceback in the server log)"
+        ) from None
