@@ -62,6 +62,9 @@ def test_tools_are_listed_with_schemas_and_work_in_process(retriever):
             for name, args, message in [
                 ("find_tools", {"query": "  "}, "query is empty"),
                 ("find_tools", {"query": QUERY, "k": 500}, "at most"),
+                ("find_tools", {"query": QUERY, "k": True}, "valid integer"),  # strict: not 1
+                ("find_tools", {"query": QUERY, "k": 1.0}, "valid integer"),
+                ("report_outcome", {"tool_id": "mail.a", "outcome": "timeout", "retry_after": "5"}, "number"),
                 ("report_outcome", {"tool_id": "nope", "outcome": "success"}, "unknown tool id"),
                 ("report_outcome", {"tool_id": "mail.a", "outcome": "exploded"}, "unknown outcome"),
             ]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import Strict
 
 from rated.errors import ConfigError, RatedError
 from rated.retriever import Retriever
@@ -47,7 +49,7 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
     server = MCPServer(name="rated", instructions=INSTRUCTIONS, version=__version__)
 
     @server.tool()
-    def find_tools(query: str, k: int = settings.default_k) -> RetrieveOut:
+    def find_tools(query: str, k: Annotated[int, Strict()] = settings.default_k) -> RetrieveOut:
         """Find the best tools for a task described in natural language, most suitable first.
 
         Each hit has the tool's id, description and parameters, a score, and whether it currently looks
@@ -59,7 +61,10 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
 
     @server.tool()
     def report_outcome(
-        tool_id: str, outcome: str, query: str | None = None, retry_after: float | None = None
+        tool_id: str,
+        outcome: str,
+        query: str | None = None,
+        retry_after: Annotated[float, Strict()] | None = None,
     ) -> FeedbackOut:
         """Report how a call of ``tool_id`` went, so that failing tools are demoted until they recover.
 
