@@ -1,5 +1,7 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rated.errors import ConfigError
 from rated.index.fusion import convex, normalise, ranks, rrf, top_k
@@ -32,3 +34,30 @@ def test_convex_rrf_ranks_top_k_by_hand():
     pos, sc = top_k(np.array([0.2, 0.9, 0.9, 0.1], dtype=np.float32), 3)
     assert pos.tolist() == [1, 2, 0] and sc.dtype == np.float32
     assert top_k(np.zeros(0), 3)[0].shape == (0,)
+
+
+def _stable_top(s: np.ndarray, k: int) -> np.ndarray:
+    return np.argsort(-s.astype(np.float32), kind="stable")[:k]
+
+
+def test_top_k_equals_the_stable_sort_when_ties_straddle_the_cut():
+    # argpartition kept an arbitrary subset of the scores tied at the k-th place
+    rng = np.random.default_rng(7)
+    for trial in range(400):
+        n = int(rng.integers(1, 3000 if trial % 4 == 0 else 60))
+        levels = int(rng.integers(1, 8))  # few distinct values: many ties, often at the cut
+        s = rng.integers(0, levels, n).astype(np.float32) / levels
+        for k in {1, int(rng.integers(1, n + 1)), n, n + 3}:
+            pos, sc = top_k(s, k)
+            assert pos.tolist() == _stable_top(s, k).tolist(), (n, levels, k)
+            assert pos.dtype == np.int64 and sc.tolist() == s[pos].tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.0, -0.0, 0.5, 1.0, -np.inf, np.inf, np.nan]), min_size=1, max_size=30),
+    st.integers(1, 35),
+)
+def test_top_k_property_with_ties_infinities_and_nan(values, k):
+    s = np.array(values, dtype=np.float32)
+    assert top_k(s, k)[0].tolist() == _stable_top(s, k).tolist()

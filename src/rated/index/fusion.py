@@ -88,7 +88,22 @@ def top_k(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     k = max(0, min(int(k), len(s)))
     if k == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    cand = np.argpartition(-s, k - 1)[:k] if k < len(s) else np.arange(len(s))
-    # exact tie-breaking by position: lexsort on (position, -score)
-    cand = cand[np.lexsort((cand, -s[cand]))]
+    n = len(s)
+    neg = -s  # ascending in neg is best first, with NaN last as in a sort
+    if k < n:
+        # every position scoring at least the k-th best score (argpartition would keep an arbitrary subset
+        # of the scores tied at the cut, not the lowest positions); partition is also faster than it
+        kth = np.partition(neg, k - 1)[k - 1]
+        if kth == kth:
+            cand = np.flatnonzero(neg <= kth)
+            if len(cand) > 4 * k + 256:  # many ties at the cut: keep only the lowest positions among them
+                tied = neg[cand] == kth
+                cand = np.concatenate((cand[~tied], cand[tied][: k - (len(cand) - int(tied.sum()))]))
+        else:  # NaN at the cut (fewer than k numbers): the first NaN positions fill up
+            nan = np.isnan(neg)
+            cand = np.concatenate((np.flatnonzero(~nan), np.flatnonzero(nan)[: k - int(n - nan.sum())]))
+    else:
+        cand = np.arange(n)
+    # exact tie-breaking by position: lexsort on (position, -score), then the cut
+    cand = cand[np.lexsort((cand, neg[cand]))][:k]
     return cand.astype(np.int64), s[cand]
