@@ -37,8 +37,11 @@ log(S_bandit)``, i.e. ``log P(relevant) + log P(call succeeds)`` when relevance 
 S_sem / utility)``. There is no gate and no linear soft term: a tool that fails every other call loses
 ``utility * log 2`` (worth a semantic gap of ``utility * 0.69 / w1``), so it stays first when the
 alternatives are far behind and are unlikely to be relevant, and drops below a close near-duplicate; a tool
-believed down loses several times that. Probes go to suspected tools with the most expected missed
-demand. Scoring is O(d) per candidate; state exists only for tools and providers that got feedback.
+believed down loses several times that. Every candidate is then reported healthy (``Ranking.healthy``:
+nothing is ranked apart); ``components["availability"]`` still carries the belief.
+
+Probes go to suspected tools with the most expected missed demand. Scoring is O(d) per candidate; state
+exists only for tools and providers that got feedback.
 Durations are in the clock's units (steps in the simulator, seconds in production); ``time_scale``
 multiplies all of them. With seconds, the defaults remember a server error for about 3 minutes (doubling
 while it keeps failing), a timeout for under a minute, an authentication failure for about half an hour,
