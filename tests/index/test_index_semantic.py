@@ -81,3 +81,51 @@ def test_config_validation():
     for bad in [dict(dense_weight=1.5), dict(lexical="splade"), dict(fusion="max"), dict(lexical="none")]:
         with pytest.raises(ConfigError):
             SemanticConfig(**bad)
+
+
+def _pool(n: int = 60):
+    tools = [
+        Tool(id=f"t{i}", name=f"tool_{i}", description=f"does task {i} with item {i % 7}") for i in range(n)
+    ]
+    return tools, _emb(tools)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        SemanticConfig(dense_kind="hnsw", candidates=5),
+        SemanticConfig(dense_kind="hnsw", candidates=5, lexical="none", dense_weight=1.0),
+    ],
+)
+def test_hnsw_search_returns_k_results_when_k_exceeds_candidates(config):
+    # the candidate union (5 dense + 5 lexical) used to be shorter than k: search_many raised on the shape
+    tools, emb = _pool()
+    hnsw = SemanticIndex.build(tools, emb, config)
+    flat = SemanticIndex.build(tools, emb, config.with_(dense_kind="flat"))
+    queries = ["does task 3", "item 5", "tool 40 task"]
+    qvecs = ENC.encode_queries(queries)
+    pos, s = hnsw.search_many(queries, qvecs, 20)
+    assert pos.shape == s.shape == (3, 20)
+    assert all(len(set(row)) == 20 for row in pos.tolist()) and (s[:, :-1] >= s[:, 1:]).all()
+    if config.lexical == "none":  # dense only: 60 tools under efSearch 128, the HNSW ranking is exact
+        # the same scores as the exact index (positions may differ among tools tied at the cut: the
+        # hashed descriptions share words, and HNSW returns any of them)
+        np.testing.assert_allclose(s, flat.search_many(queries, qvecs, 20)[1], rtol=1e-5, atol=1e-6)
+    assert hnsw.search_many(queries, qvecs, 100)[0].shape == (3, 60)  # capped at the pool
+
+
+def test_hnsw_search_scores_everything_when_the_graph_returns_too_few(monkeypatch):
+    config = SemanticConfig(dense_kind="hnsw", candidates=5, lexical="none", dense_weight=1.0)
+    tools, emb = _pool()
+    idx = SemanticIndex.build(tools, emb, config)
+    flat = SemanticIndex.build(tools, emb, config.with_(dense_kind="flat"))
+
+    def unreachable(query_vec, k):  # an HNSW graph that reaches only two nodes: faiss pads with -1
+        pos = np.full(k, -1, dtype=np.int64)
+        pos[:2] = [0, 1]
+        return pos, np.zeros(k, dtype=np.float32)
+
+    monkeypatch.setattr(idx._dense, "search", unreachable)
+    qv = _q("does task 3")
+    pos, _ = idx.search("does task 3", qv, 10)
+    np.testing.assert_array_equal(pos, flat.search("does task 3", qv, 10)[0])

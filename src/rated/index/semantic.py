@@ -155,11 +155,14 @@ class SemanticIndex:
             return normalise(raw, "bound", self._lexical.score_bound(query))
         return normalise(raw, method)
 
-    def _candidates(self, query: str, query_vec: np.ndarray | None) -> np.ndarray | None:
-        """Positions to score exactly when the dense index is approximate; ``None`` means all."""
+    def _candidates(self, query: str, query_vec: np.ndarray | None, at_least: int = 0) -> np.ndarray | None:
+        """Positions to score exactly when the dense index is approximate; ``None`` means all.
+
+        At least ``min(at_least, len(self))`` of them: each retriever is asked for ``max(candidates,
+        at_least)``; when their union is still short (an HNSW graph need not reach every node), all."""
         if self._dense.kind == "flat":
             return None
-        n = self.config.candidates
+        n = max(self.config.candidates, int(at_least))
         parts = []
         if query_vec is not None:
             pos, _ = self._dense.search(query_vec, n)
@@ -167,10 +170,14 @@ class SemanticIndex:
         if self._lexical is not None:
             lex = self._lexical.scores(query)
             parts.append(top_k(lex, n)[0])
-        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+        cand = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+        return None if len(cand) < min(int(at_least), len(self)) else cand
 
-    def scores(self, query: str, query_vec: np.ndarray | None) -> tuple[np.ndarray | None, np.ndarray]:
-        """``(positions, S_sem)``: scored positions (``None``: the whole pool, in order) and their S_sem."""
+    def scores(
+        self, query: str, query_vec: np.ndarray | None, at_least: int = 0
+    ) -> tuple[np.ndarray | None, np.ndarray]:
+        """``(positions, S_sem)``: scored positions (``None``: the whole pool, in order) and their S_sem;
+        at least ``min(at_least, len(self))`` positions when the dense index is approximate."""
         if not isinstance(query, str):
             raise QueryError(f"query must be a string, got {type(query).__name__}")
         cfg = self.config
@@ -178,7 +185,7 @@ class SemanticIndex:
         use_lex = self._lexical is not None and (cfg.dense_weight < 1 or not use_dense)
         if not use_dense and not use_lex:
             raise QueryError("this index needs a query embedding (it has no lexical part)")
-        cand = self._candidates(query, query_vec if use_dense else None)
+        cand = self._candidates(query, query_vec if use_dense else None, at_least)
         n = len(self) if cand is None else len(cand)
         dense = np.zeros(n, dtype=np.float32)
         lex = np.zeros(n, dtype=np.float32)
@@ -212,7 +219,7 @@ class SemanticIndex:
             raise ConfigError(f"k must be at least 1, got {k}")
         if not len(self):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        cand, s = self.scores(query, query_vec)
+        cand, s = self.scores(query, query_vec, at_least=k)
         pos, top = top_k(s, k)
         return (pos if cand is None else cand[pos]).astype(np.int64), top.astype(np.float32)
 
