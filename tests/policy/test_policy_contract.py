@@ -171,3 +171,38 @@ def test_unknown_policy_and_bad_params() -> None:
         make_policy("nope")
     with pytest.raises(ConfigError, match="bad parameters"):
         make_policy("breaker", not_a_param=1)
+
+
+@pytest.mark.parametrize(
+    ("healthy", "components", "what"),
+    [
+        (np.ones(5, dtype=bool), {}, "healthy mask of shape (5,)"),
+        (np.ones(3, dtype=bool), {}, "healthy mask of shape (3,)"),
+        (True, {}, "healthy mask of shape ()"),
+        (None, {"bandit": np.ones(3)}, "component 'bandit' of shape (3,)"),
+        (None, {"ok": np.ones(4), "prior": 0.5}, "component 'prior' of shape ()"),
+        (np.ones(4, dtype=bool), {"bandit": np.ones((4, 1))}, "component 'bandit' of shape (4, 1)"),
+    ],
+)
+def test_bad_healthy_or_components_from_a_custom_policy_name_it(healthy, components, what) -> None:
+    class Sloppy(BasePolicy):
+        name = "sloppy"
+
+        def _score(self, candidates):
+            return np.asarray(candidates.semantic, dtype=np.float64), components, healthy
+
+    with pytest.raises(ConfigError, match=r"Sloppy\._score returned") as err:
+        Sloppy().rank(_cands(0.0))
+    assert what in str(err.value) and "for 4 candidates" in str(err.value)
+
+
+def test_well_shaped_custom_policy_ranks_healthy_first() -> None:
+    class Fine(BasePolicy):
+        name = "fine"
+
+        def _score(self, candidates):
+            s = np.asarray(candidates.semantic, dtype=np.float64)
+            return s, {"semantic": s}, [False, True, True, True]
+
+    ranking = Fine().rank(_cands(0.0))
+    assert ranking.order.tolist() == [1, 2, 3, 0] and not ranking.degraded

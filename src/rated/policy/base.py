@@ -132,9 +132,21 @@ class BasePolicy(abc.ABC):
         scores, components, healthy = self._score(candidates)
         scores = np.asarray(scores, dtype=np.float64)
         k = len(candidates)
-        if scores.shape != (k,) or not all_finite(scores):
+        shape = (k,)
+        if scores.shape != shape or not all_finite(scores):
             raise ConfigError(f"{type(self).__name__}._score returned invalid scores: {scores!r}")
         healthy_arr = np.ones(k, dtype=bool) if healthy is None else np.asarray(healthy, bool)
+        if healthy_arr.shape != shape:
+            raise ConfigError(
+                f"{type(self).__name__}._score returned a healthy mask of shape {healthy_arr.shape} "
+                f"for {k} candidates"
+            )
+        for name, values in components.items():  # getattr first: np.shape's dispatch costs ~0.3 us each
+            if getattr(values, "shape", None) != shape and np.shape(values) != shape:
+                raise ConfigError(
+                    f"{type(self).__name__}._score returned component {name!r} of shape "
+                    f"{np.shape(values)} for {k} candidates"
+                )
         n_healthy = int(np.count_nonzero(healthy_arr))
         # healthy first, then by score; stable so that ties keep the semantic order
         if n_healthy in (0, k):  # one group: a stable sort by score (same order, cheaper)
