@@ -142,6 +142,11 @@ def test_errors_map_to_status_codes(client, method, path, payload, status, error
             "body.secret",
         ),
         ("/feedback", "{not json", "body"),
+        (
+            "/feedback",
+            '{"tool_id": "mail.a", "outcome": "timeout", "retry_after": Infinity}',
+            "body.retry_after",
+        ),
     ],
 )
 def test_invalid_bodies_are_422_in_the_error_shape_naming_the_field(retriever, path, raw, field):
@@ -153,6 +158,8 @@ def test_invalid_bodies_are_422_in_the_error_shape_naming_the_field(retriever, p
         body = r.json()
         assert set(body) == {"error", "detail"} and body["error"] == "RequestValidationError"
         assert body["detail"].startswith(field) and "NaN" not in body["detail"]
+        if field == "body.retry_after":
+            assert "finite number" in body["detail"]  # not "greater than or equal to 0"
         assert 'rated_errors_total{error="RequestValidationError"} 1.0' in c.get("/metrics").text
 
 

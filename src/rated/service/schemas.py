@@ -49,7 +49,9 @@ class FeedbackIn(_In):
         description="success | tool_error | timeout | rate_limited | auth_error | caller_error"
     )
     query: str | None = Field(None, description="the request the tool was called for")
-    retry_after: float | None = Field(None, ge=0, description="rate-limit hint, seconds")
+    retry_after: float | None = Field(
+        None, ge=0, allow_inf_nan=False, description="rate-limit hint, seconds (finite)"
+    )
 
 
 class HitOut(BaseModel):
