@@ -473,7 +473,7 @@ def test_a_rebuild_by_another_writer_is_adopted_or_refused_by_a_live_retriever(c
     Retriever.from_catalog(catalog()[2:], db=db, encoder=HashEncoder(64), overwrite=True).close()
     assert "mail.a" not in {h.id for h in live.retrieve(QUERY, k=10)}  # same encoder: adopted
     Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(32), overwrite=True).close()
-    with pytest.raises(ConfigError, match="re-indexed with encoder"):
+    with pytest.raises(StoreError, match="re-indexed with encoder"):
         live.retrieve(QUERY)
     live.close()
 

@@ -534,7 +534,7 @@ class Retriever:
             raise StoreError(f"{where} holds no index any more (cleared or being rebuilt): reopen it later")
         meta = IndexMeta.from_dict(raw, where)
         if not meta.encoder.same_embeddings(self._meta.encoder):
-            raise ConfigError(
+            raise StoreError(
                 f"{where} was re-indexed with encoder {meta.encoder}, not {self._meta.encoder}: reopen it"
             )
         if (meta.policy, meta.policy_params) != (self._meta.policy, self._meta.policy_params):

@@ -115,6 +115,8 @@ def test_feedback_demotes_and_tools_report_it(client):
             "RequestValidationError",
         ),
         ("get", "/tools/nope", None, 404, "UnknownToolError"),
+        ("get", "/no/such/route", None, 404, "HTTPError"),
+        ("get", "/retrieve", None, 405, "HTTPError"),
     ],
 )
 def test_errors_map_to_status_codes(client, method, path, payload, status, error):

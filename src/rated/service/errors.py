@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rated.errors import (
     CatalogError,
@@ -55,4 +56,13 @@ def install_error_handler(app: FastAPI) -> None:
         request.app.state.metrics.errors.labels("RequestValidationError").inc()
         return JSONResponse(
             {"error": "RequestValidationError", "detail": validation_detail(exc)}, status_code=422
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        """Unknown routes (404), wrong methods (405) and the like, in the same shape as every error."""
+        return JSONResponse(
+            {"error": "HTTPError", "detail": str(exc.detail)},
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
         )
