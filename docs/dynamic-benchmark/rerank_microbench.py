@@ -1,0 +1,77 @@
+"""Re-ranking cost alone: ``policy.rank`` on 300 prepared candidate sets (K = 10) of a 2,000-tool state
+warmed with 5,000 outcomes (providers of 3 tools, 5% rate limits), median thread CPU of 25 repeats, every
+policy in the same process (section 6 of docs/dynamic-benchmark.md).
+
+    python docs/dynamic-benchmark/rerank_microbench.py
+    git show 1834d21:src/rated/policy/rated.py > /tmp/rated_before.py
+    python docs/dynamic-benchmark/rerank_microbench.py --before /tmp/rated_before.py   # + RATED as it was
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import time
+
+import numpy as np
+
+from rated.outcome import Outcome
+from rated.policy import Candidates, Feedback, RatedPolicy, make_policy
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--before", help="path of an older rated/policy/rated.py to time beside the current one")
+    a = ap.parse_args()
+    rng = np.random.default_rng(0)
+    d, n = 384, 2000
+    ids = [f"t{i}" for i in range(n)]
+    prov = [f"p{i // 3}" for i in range(n)]
+    pols = {
+        "static fusion (rated_no_feedback)": make_policy("rated_no_feedback"),
+        "rated (paper fusion)": RatedPolicy(),
+        "rated (utility 0.1)": RatedPolicy(utility=0.1, half_life=500),
+    }
+    if a.before:
+        spec = importlib.util.spec_from_file_location("rated_before", a.before)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        pols["rated before"] = mod.RatedPolicy()
+    X = rng.normal(size=(3000, d)).astype(np.float32)
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    kinds = ["success", "success", "success", "tool_error", "timeout", "auth_error"]
+    for i in range(5000):
+        j = rng.integers(n)
+        k = kinds[rng.integers(6)]
+        o = Outcome.of("rate_limited", retry_after=30.0) if rng.random() < 0.05 else Outcome.of(k)
+        fb = Feedback(ids[j], o, now=float(i), context=X[i % 3000], provider=prov[j])
+        for p in pols.values():
+            p.learn(fb)
+    cands = []
+    for i in range(300):
+        sel = rng.choice(n, 10, replace=False)
+        sem = np.sort(rng.random(10)).astype(np.float32)[::-1].copy()
+        cands.append(
+            Candidates(
+                tuple(ids[j] for j in sel),
+                sem,
+                rng.random(10).astype(np.float32),
+                tuple(prov[j] for j in sel),
+                X[i],
+                5000.0 + i * 3,
+            )
+        )
+    times: dict[str, list[float]] = {k: [] for k in pols}
+    for _ in range(25):
+        for k, p in pols.items():
+            t0 = time.thread_time_ns()
+            for c in cands:
+                p.rank(c)
+            times[k].append((time.thread_time_ns() - t0) / len(cands) / 1e3)
+    base = float(np.median(times["static fusion (rated_no_feedback)"]))
+    for k, v in times.items():
+        print(f"{k:34s} median {np.median(v):6.1f} us   {np.median(v) / base:.2f}x the static fusion")
+
+
+if __name__ == "__main__":
+    main()
