@@ -48,6 +48,7 @@ from rated.errors import (
 )
 from rated.hits import Hit, ToolHealth
 from rated.index.ids import check_known_ids
+from rated.index.semantic import SemanticIndex
 from rated.outcome import Outcome, OutcomeKind
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking, all_finite
 from rated.store.base import OutcomeRecord, OutcomeStats, Store
@@ -415,7 +416,7 @@ class Retriever:
         return self._store
 
     @property
-    def index(self) -> Any:
+    def index(self) -> SemanticIndex:
         """The in-memory ``SemanticIndex`` (positions refer to ``[t.tool for t in tools()]`` order)."""
         return self._index
 
@@ -469,8 +470,6 @@ class Retriever:
 
     def _load_catalog(self) -> None:
         """(Re)build the in-memory index from the store: stored embeddings, nothing re-encoded."""
-        from rated.index.semantic import SemanticIndex
-
         version = self._store.catalog_version()
         stored = self._store.load_catalog()
         tools = [setup.parse_record(r, i) for i, r in zip(stored.ids, stored.records, strict=True)]

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import ValidationError
@@ -19,6 +19,10 @@ from rated.errors import CatalogError, CatalogProblem, ConfigError, ModelError
 from rated.policy.base import Policy
 from rated.store.base import Store
 from rated.store.meta import EncoderIdentity
+
+if TYPE_CHECKING:  # for type hints only
+    from rated.catalog.prior import PriorResult
+    from rated.index.semantic import SemanticConfig
 
 __all__ = [
     "as_tools",
@@ -67,19 +71,23 @@ def parse_record(record: str, tool_id: str) -> Tool:
         raise IndexFormatError(f"stored record of tool {tool_id!r} is invalid: {exc}") from None
 
 
-def put_tools(store: Store, tools: Sequence[Tool], embeddings: np.ndarray, prior: Any) -> int:
+def put_tools(store: Store, tools: Sequence[Tool], embeddings: np.ndarray, prior: PriorResult) -> int:
     """Persist ``tools`` with their embeddings and prior (r_static and its per-tool detail)."""
     return store.put_tools(*_tool_rows(tools, embeddings, prior))
 
 
 def replace_catalog(
-    store: Store, tools: Sequence[Tool], embeddings: np.ndarray, prior: Any, meta: Mapping[str, Any]
+    store: Store,
+    tools: Sequence[Tool],
+    embeddings: np.ndarray,
+    prior: PriorResult,
+    meta: Mapping[str, Any],
 ) -> int:
     """Swap the stored index for ``tools`` and ``meta`` in one change: a failed rebuild loses nothing."""
     return store.replace_catalog(*_tool_rows(tools, embeddings, prior), meta)
 
 
-def _tool_rows(tools: Sequence[Tool], embeddings: np.ndarray, prior: Any) -> tuple:
+def _tool_rows(tools: Sequence[Tool], embeddings: np.ndarray, prior: PriorResult) -> tuple:
     return (
         [t.id for t in tools],
         [t.model_dump_json() for t in tools],
@@ -109,7 +117,7 @@ def encode_tools(encoder: Encoder, tools: Sequence[Tool], progress: bool) -> np.
     return emb
 
 
-def semantic_config(data: Mapping[str, Any]) -> Any:
+def semantic_config(data: Mapping[str, Any]) -> SemanticConfig:
     from rated.catalog.text import TextConfig
     from rated.index.semantic import SemanticConfig
 
