@@ -336,14 +336,18 @@ class RatedPolicy(BasePolicy):
         return keys
 
     def _learn(self, feedback: Feedback) -> None:
+        """One outcome: the row's scalars as plain floats (item access on a NumPy row costs several times
+        more), the contextual update in a few in-place vector operations, then one write-back."""
         now, outcome, tool = feedback.now, feedback.outcome, feedback.tool_id
         kind = outcome.kind
         x = self._context(feedback)
-        r = self._rows.row(tool)
-        sc = self._rows.scalars[r]
+        rows = self._rows
+        r = rows.row(tool)
+        sc = rows.scalars[r].tolist()
         sc[T_SEEN] = max(sc[T_SEEN], now)
         if kind is OutcomeKind.RATE_LIMITED and outcome.retry_after is not None and self.respect_retry_after:
             sc[BLOCKED] = max(sc[BLOCKED], now + outcome.retry_after)  # respected, not held against it
+            rows.scalars[r] = sc
             self._suspects[tool] = None
             return
         fade = self._fade_row(sc, now)
@@ -352,10 +356,9 @@ class RatedPolicy(BasePolicy):
         # the tool's own unexplained failure rate, for queries like this one when the contextual part
         # has learned something: a failure it predicts is not taken as an outage
         chronic = sc[F] / (sc[S] + sc[F] + self.noise_evidence)
-        if x is not None and self.context_noise:
-            vec = self._rows.vectors[r]
-            d = self._dim
-            corr = float(vec[:d] @ x) * fade
+        vec = None if x is None else rows.vectors[r]
+        if vec is not None and self.context_noise:
+            corr = float(vec[: self._dim] @ x) * fade
             base = (sc[S] + self.prior_strength) / (sc[S] + sc[F] + self.prior_strength)
             chronic = max(chronic, 1.0 - min(1.0, max(0.0, base + corr)))
         weight = self._update_belief(sc, now, kind, chronic, self._noise)
@@ -364,33 +367,42 @@ class RatedPolicy(BasePolicy):
         g = self.gamma
         sc[S] = g * sc[S] + weight * y
         sc[F] = g * sc[F] + weight * (1.0 - y)
-        if x is not None:
-            vec = self._rows.vectors[r]
-            d = self._dim
-            A = 1.0 / vec[d:].astype(np.float64) - self.ridge  # evidence part of the diagonal
-            b = vec[:d] * (A + self.ridge)
-            A = (fade * g) * A + weight * x * x
-            b = (fade * g) * b + (weight * (y - mean)) * x
-            inv = 1.0 / (A + self.ridge)
-            vec[:d] = b * inv
-            vec[d:] = inv
+        rows.scalars[r] = sc
+        if vec is not None:
+            self._update_context(vec, x, fade * g, weight, weight * (y - mean))
         if outcome.is_success:
             self._suspects.pop(tool, None)
         else:
             self._suspects[tool] = None
         if feedback.provider and feedback.provider != tool:
-            pr = self._rows.row(PROVIDER_PREFIX + feedback.provider)
-            psc = self._rows.scalars[pr]
+            pr = rows.row(PROVIDER_PREFIX + feedback.provider)
+            psc = rows.scalars[pr].tolist()
             psc[T_SEEN] = max(psc[T_SEEN], now)
             self._fade_row(psc, now)
             tool_code = float(zlib.crc32(tool.encode()))
-            if (
-                outcome.is_success or psc[LAST_TOOL] != tool_code
-            ):  # the same tool failing again says nothing new
+            if outcome.is_success or psc[LAST_TOOL] != tool_code:  # the same tool failing again: nothing new
                 self._update_belief(psc, now, kind, 0.0, self._provider_noise)
             psc[LAST_TOOL] = -1.0 if outcome.is_success else tool_code
             psc[S] = g * psc[S] + weight * y
             psc[F] = g * psc[F] + weight * (1.0 - y)
+            rows.scalars[pr] = psc
+
+    def _update_context(self, vec: np.ndarray, x: np.ndarray, decay: float, wx2: float, wres: float) -> None:
+        """Diagonal ridge update in place: ``A' = decay*A + wx2*x*x``, ``b' = decay*b + wres*x`` with ``A``
+        the evidence part of the diagonal; ``vec`` holds ``theta = b/(A+ridge)``, then ``1/(A+ridge)``."""
+        d, ridge = self._dim, self.ridge
+        theta, inv = vec[:d], vec[d:]
+        a = np.reciprocal(inv.astype(np.float64))  # A + ridge
+        b = theta * a
+        a -= ridge
+        a *= decay
+        a += wx2 * (x * x) + ridge  # A' + ridge
+        b *= decay
+        b += wres * x
+        np.reciprocal(a, out=a)
+        inv[:] = a
+        b *= a
+        theta[:] = b
 
     def _context(self, feedback: Feedback) -> np.ndarray | None:
         if not self.contextual or feedback.context is None:
@@ -406,7 +418,7 @@ class RatedPolicy(BasePolicy):
         elif dim != self._dim:
             raise ConfigError(f"{what} has dimension {dim}; this policy learned with {self._dim}")
 
-    def _fade_row(self, sc: np.ndarray, now: float) -> float:
+    def _fade_row(self, sc: list[float], now: float) -> float:
         """Bring a row's counts to ``now``; returns the fade factor (also owed by the contextual part)."""
         fade = 2.0 ** (-max(now - sc[T_FADE], 0.0) * self._inv_hl)
         sc[S] *= fade
@@ -416,7 +428,7 @@ class RatedPolicy(BasePolicy):
         return fade
 
     def _update_belief(
-        self, sc: np.ndarray, now: float, kind: OutcomeKind, chronic: float, noise: dict[OutcomeKind, float]
+        self, sc: list[float], now: float, kind: OutcomeKind, chronic: float, noise: dict[OutcomeKind, float]
     ) -> float:
         """Bayes update of P(down) for one outcome; returns the outcome's weight as reliability evidence."""
         if kind is OutcomeKind.SUCCESS:
@@ -431,7 +443,7 @@ class RatedPolicy(BasePolicy):
         sc[RATE] = 1.0 / min(self._max_rec, self._recover[kind] * self.backoff ** (sc[STREAK] - 1.0))
         return 0.0 if kind is OutcomeKind.RATE_LIMITED else 1.0 - down
 
-    def _belief_row(self, sc: np.ndarray, now: float) -> float:
+    def _belief_row(self, sc: list[float], now: float) -> float:
         return self.down_prior + sc[BETA] * 2.0 ** (-max(now - sc[T_OBS], 0.0) * sc[RATE])
 
     # ---- probes ------------------------------------------------------------------------------------
