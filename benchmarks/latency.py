@@ -107,7 +107,7 @@ def load_pool(source: str, n_tools: int, seed: int) -> tuple[list[Tool], list[st
 
 
 def short_queries(n: int, rng: random.Random) -> list[str]:
-    """Real short user requests (MetaTool, about 15 tokens), beside StableToolBench's long multi-part ones
+    """Real short user requests (MetaTool, about 25 tokens), beside StableToolBench's long multi-part ones
     (about 60 tokens): encoder time grows with the query's length."""
     from rated.bench.datasets import load
 
