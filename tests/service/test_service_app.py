@@ -218,3 +218,18 @@ def test_settings_from_env_and_validation():
         Settings.from_env({}, default_k=10, max_k=5)
     with pytest.raises(ConfigError, match="needs a database"):
         create_app(Settings())
+
+
+def test_feedback_recorded_for_a_tool_removed_right_after_still_answers_recorded(monkeypatch):
+    from rated.errors import UnknownToolError
+    from rated.service.actions import record_feedback
+
+    class Stub:
+        def feedback(self, *args, **kwargs):
+            return None
+
+        def health(self, tool_id, stats=True):
+            raise UnknownToolError(tool_id)  # another writer removed it in between
+
+    out = record_feedback(Stub(), "gone", "success", None, None)  # type: ignore[arg-type]
+    assert out.recorded and out.healthy is None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rated.errors import ConfigError
+from rated.errors import ConfigError, UnknownToolError
 from rated.outcome import OutcomeKind
 from rated.retriever import Retriever
 from rated.service.schemas import FeedbackOut
@@ -25,5 +25,8 @@ def record_feedback(
     """Parse ``outcome``, persist it, and answer with the tool's health right after it."""
     kind = OutcomeKind.parse(outcome)
     retriever.feedback(tool_id, kind, query=query, retry_after=retry_after)
-    healthy = retriever.health(tool_id, stats=False).healthy
+    try:
+        healthy: bool | None = retriever.health(tool_id, stats=False).healthy
+    except UnknownToolError:  # removed by another writer after the outcome was recorded
+        healthy = None
     return FeedbackOut(recorded=True, tool_id=tool_id, outcome=kind.value, healthy=healthy)

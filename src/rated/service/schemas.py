@@ -118,7 +118,9 @@ class FeedbackOut(BaseModel):
     recorded: bool
     tool_id: str
     outcome: str
-    healthy: bool = Field(description="the policy's view of the tool right after this outcome")
+    healthy: bool | None = Field(
+        description="the policy's view of the tool right after this outcome (null if it was removed since)"
+    )
 
 
 class ToolOut(BaseModel):
