@@ -41,7 +41,9 @@ def test_one_failure_hand_checked() -> None:
     r = p.rank(cands(2.0, semantic=(0.80, 0.60)))
     np.testing.assert_allclose(r.components["bandit"][0], bandit, rtol=1e-9)
     np.testing.assert_allclose(r.scores[0] - r.scores[1], 0.75 * 0.2 + 0.1 * math.log(bandit), rtol=1e-6)
-    assert r.healthy is not None and r.healthy.all()  # no gate: one order by expected utility
+    # health is reported (a looks down) but not ranked apart: one order by expected utility, a first
+    assert r.healthy is not None and r.healthy.tolist() == [False, True] and r.order.tolist() == [0, 1]
+    assert not r.degraded
 
 
 @pytest.mark.parametrize(("semantic", "expected"), [((0.80, 0.60), "a"), ((0.70, 0.60), "b")])

@@ -126,6 +126,8 @@ class BasePolicy(abc.ABC):
     name: ClassVar[str] = "base"
     attempts: ClassVar[int] = 1  # how many ranked tools an agent may try per step (retry baselines)
     uses_probes: ClassVar[bool] = False  # True when ``probe_targets`` may name tools to health-check
+    #: False when ``_score`` already prices health in and the healthy mask only reports it (no grouping)
+    health_orders: bool = True
 
     # ---- ranking -----------------------------------------------------------------------------------
     def rank(self, candidates: Candidates) -> Ranking:
@@ -149,7 +151,7 @@ class BasePolicy(abc.ABC):
                 )
         n_healthy = int(np.count_nonzero(healthy_arr))
         # healthy first, then by score; stable so that ties keep the semantic order
-        if n_healthy in (0, k):  # one group: a stable sort by score (same order, cheaper)
+        if n_healthy in (0, k) or not self.health_orders:  # one group: a stable sort by score
             order = (-scores).argsort(kind="stable")
         else:
             order = np.lexsort((-scores, ~healthy_arr))

@@ -37,8 +37,8 @@ log(S_bandit)``, i.e. ``log P(relevant) + log P(call succeeds)`` when relevance 
 S_sem / utility)``. There is no gate and no linear soft term: a tool that fails every other call loses
 ``utility * log 2`` (worth a semantic gap of ``utility * 0.69 / w1``), so it stays first when the
 alternatives are far behind and are unlikely to be relevant, and drops below a close near-duplicate; a tool
-believed down loses several times that. Every candidate is then reported healthy (``Ranking.healthy``:
-nothing is ranked apart); ``components["availability"]`` still carries the belief.
+believed down loses several times that. Health is then reported, not ranked apart: ``Ranking.healthy``
+(``p_avail >= gate``) says which tools look down, and the order is by ``S_final`` alone.
 
 Probes go to suspected tools with the most expected missed demand. Scoring is O(d) per candidate; state
 exists only for tools and providers that got feedback.
@@ -166,6 +166,11 @@ class RatedPolicy(BasePolicy):
         self._rows = KeyedRows(np.array([0, 0, 0, 0, 0, 0, 0, -math.inf, -math.inf, 0, -1], dtype=np.float64))
         self._dim: int | None = None
         self._suspects: dict[str, None] = {}  # tools last seen failing: what probes look at
+
+    @property
+    def health_orders(self) -> bool:  # type: ignore[override]
+        """The paper's fusion ranks unhealthy tools last; expected utility prices health into the score."""
+        return not self.utility
 
     def _check(self) -> None:
         weights = (self.w1, self.w2, self.w3)
@@ -296,7 +301,7 @@ class RatedPolicy(BasePolicy):
             "reliability": np.array(rel_out),
             "availability": avail_arr,
         }
-        return scores, components, None if util else avail_arr >= self.gate
+        return scores, components, avail_arr >= self.gate
 
     def _score_fresh(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
         """No candidate nor provider has state: every tool has the same, fresh estimate."""
