@@ -486,3 +486,14 @@ def test_hits_built_on_the_fast_path_equal_hits_built_normally(retriever):
     assert hit == Hit(**fields) and set(vars(hit)) == set(fields)
     with pytest.raises(dataclasses.FrozenInstanceError):
         hit.score = 0.0  # type: ignore[misc]
+
+
+def test_expected_utility_mode_still_reports_a_failing_tool_unhealthy(clock):
+    r = Retriever.from_catalog(
+        catalog(), encoder=HashEncoder(64), clock=clock, policy_params={"utility": 0.1}
+    )
+    r.feedback("weather", "tool_error")
+    clock.t += 1
+    assert not r.health("weather").healthy and r.health("search").healthy
+    assert "weather" in {t.tool.id for t in r.tools() if not t.healthy}
+    r.close()
