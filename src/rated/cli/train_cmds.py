@@ -6,11 +6,14 @@ import argparse
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rated.cli.output import console, print_json
 from rated.encode.manifest import file_sha256
 from rated.errors import ConfigError, DataError
+
+if TYPE_CHECKING:  # rated.encode.train is imported only when a command trains
+    from rated.encode.train import TrainConfig, TrainResult
 
 __all__ = ["register"]
 
@@ -255,15 +258,33 @@ def _merge_tools(base: list, extra: list) -> list:
 
 
 def _train(args: argparse.Namespace) -> int:
-    import random
-
-    from rated.encode.train import TrainConfig, rows_from_dataset, rows_from_pairs, train
-    from rated.synth.pipeline import tools_path
-    from rated.synth.records import read_pairs
+    from rated.encode.train import train
 
     if not args.pairs and not args.also:
         raise ConfigError("nothing to train on: give --pairs and/or --also")
-    cfg = TrainConfig(
+    cfg = _train_config(args)
+    tools, rows, val, data = _training_data(args, cfg)
+    res = train(
+        rows,
+        tools,
+        args.out,
+        val_queries=val,
+        base_model=args.base,
+        config=cfg,
+        data_info=data,
+        export_onnx=not args.no_onnx,
+        progress=not args.json,
+    )
+    options = {k: v for k, v in vars(args).items() if k != "handler"}
+    (res.out_dir / "train_cli.json").write_text(json.dumps(options, default=str, indent=2) + "\n")
+    _report(res, as_json=args.json)
+    return 0
+
+
+def _train_config(args: argparse.Namespace) -> TrainConfig:
+    from rated.encode.train import TrainConfig
+
+    return TrainConfig(
         epochs=args.epochs,
         batch_size=args.batch_size,
         lr=args.lr,
@@ -278,6 +299,19 @@ def _train(args: argparse.Namespace) -> int:
         seed=args.seed,
         device=args.device,
     )
+
+
+def _training_data(
+    args: argparse.Namespace, cfg: TrainConfig
+) -> tuple[list, list, list[tuple[str, list[str]]], dict[str, Any]]:
+    """Tools, training rows, validation queries (text, relevant ids) and, for the model card, a line per
+    data source saying exactly what the model saw."""
+    import random
+
+    from rated.encode.train import rows_from_dataset, rows_from_pairs
+    from rated.synth.pipeline import tools_path
+    from rated.synth.records import read_pairs
+
     tools: list = []
     rows: list = []
     val: list[tuple[str, list[str]]] = []
@@ -312,34 +346,26 @@ def _train(args: argparse.Namespace) -> int:
     if args.max_rows and len(rows) > args.max_rows:
         rows = random.Random(args.seed).sample(rows, args.max_rows)
         data["subsample"] = f"{args.max_rows} rows drawn at random (seed {args.seed})"
-    res = train(
-        rows,
-        tools,
-        args.out,
-        val_queries=val,
-        base_model=args.base,
-        config=cfg,
-        data_info=data,
-        export_onnx=not args.no_onnx,
-        progress=not args.json,
-    )
-    payload = {
-        "out": str(res.out_dir),
-        "steps": res.steps,
-        "seconds": round(res.seconds, 1),
-        "rows": res.n_train_rows,
-        "val_queries": res.n_val_queries,
-        "base_val_mrr": res.base_val_mrr,
-        "best_val_mrr": res.best_val_mrr,
-        "best_step": res.best_step,
-        "stopped_early": res.stopped_early,
-        "onnx_min_cosine": res.onnx_min_cosine,
-    }
-    options = {k: v for k, v in vars(args).items() if k != "handler"}
-    (res.out_dir / "train_cli.json").write_text(json.dumps(options, default=str, indent=2) + "\n")
-    if args.json:
-        print_json(payload)
-        return 0
+    return tools, rows, val, data
+
+
+def _report(res: TrainResult, *, as_json: bool) -> None:
+    if as_json:
+        print_json(
+            {
+                "out": str(res.out_dir),
+                "steps": res.steps,
+                "seconds": round(res.seconds, 1),
+                "rows": res.n_train_rows,
+                "val_queries": res.n_val_queries,
+                "base_val_mrr": res.base_val_mrr,
+                "best_val_mrr": res.best_val_mrr,
+                "best_step": res.best_step,
+                "stopped_early": res.stopped_early,
+                "onnx_min_cosine": res.onnx_min_cosine,
+            }
+        )
+        return
     fmt = lambda x: "n/a" if x is None else f"{x:.4f}"  # noqa: E731
     console.print(
         f"[bold]{res.out_dir}[/]: {res.steps} steps on {res.n_train_rows} rows in {res.seconds:.0f} s; "
@@ -348,4 +374,3 @@ def _train(args: argparse.Namespace) -> int:
         highlight=False,
     )
     console.print(f"model card: {res.out_dir / 'README.md'}; use it with --encoder {res.out_dir}")
-    return 0
