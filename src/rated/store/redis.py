@@ -171,9 +171,7 @@ class RedisStore:
                 if scores[i] is None:
                     top += 1
                     pipe.zadd(self._k("order"), {tool_id: top})
-                pipe.hset(self._k("tools"), tool_id, records[i])
-                pipe.hset(self._k("emb"), tool_id, emb[i].tobytes())
-                pipe.hset(self._k("prior"), tool_id, json.dumps([float(prior[i]), dict(details[i])]))
+                self._queue_tool(pipe, tool_id, records[i], emb[i], float(prior[i]), details[i])
             pipe.incr(self._k("catver"))
             return int(pipe.execute()[-1])
 
@@ -227,13 +225,19 @@ class RedisStore:
             pipe.set(self._k("meta"), json.dumps(dict(meta), sort_keys=True))
             for i, tool_id in enumerate(ids):
                 pipe.zadd(self._k("order"), {tool_id: float(i)})
-                pipe.hset(self._k("tools"), tool_id, records[i])
-                pipe.hset(self._k("emb"), tool_id, emb[i].tobytes())
-                pipe.hset(self._k("prior"), tool_id, json.dumps([float(prior[i]), dict(details[i])]))
+                self._queue_tool(pipe, tool_id, records[i], emb[i], float(prior[i]), details[i])
             pipe.incr(self._k("catver"))
             return int(pipe.execute()[-1])
 
         return int(self._optimistic([self._k("changes")], body))
+
+    def _queue_tool(
+        self, pipe: Any, tool_id: str, record: str, emb: np.ndarray, prior: float, detail: Mapping[str, Any]
+    ) -> None:
+        """Queue one tool's record, embedding and prior on a MULTI pipeline (its order is set apart)."""
+        pipe.hset(self._k("tools"), tool_id, record)
+        pipe.hset(self._k("emb"), tool_id, emb.tobytes())
+        pipe.hset(self._k("prior"), tool_id, json.dumps([prior, dict(detail)]))
 
     def catalog_version(self) -> int:
         return int(self._call(lambda: self._r.get(self._k("catver"))) or 0)
