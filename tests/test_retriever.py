@@ -497,3 +497,22 @@ def test_expected_utility_mode_still_reports_a_failing_tool_unhealthy(clock):
     assert not r.health("weather").healthy and r.health("search").healthy
     assert "weather" in {t.tool.id for t in r.tools() if not t.healthy}
     r.close()
+
+
+def test_the_index_is_built_on_first_search_only(clock, tmp_path, monkeypatch):
+    import rated.retriever as module
+
+    db = tmp_path / "r.db"
+    Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(64), clock=clock).close()
+    builds = []
+    real_build = module.SemanticIndex.build
+    monkeypatch.setattr(
+        module.SemanticIndex, "build", lambda *a, **k: builds.append(1) or real_build(*a, **k)
+    )
+    r = Retriever.open(db, encoder=HashEncoder(64), clock=clock)
+    r.feedback("weather", "tool_error")
+    assert not r.health("weather").healthy and len(r.tools()) == len(catalog())
+    assert builds == []  # recording outcomes and reading health need no index (`rated feedback` stays fast)
+    first = r.retrieve(QUERY)
+    assert r.retrieve(QUERY) == first and builds == [1]
+    r.close()

@@ -198,7 +198,7 @@ class Retriever:
         vec = self._encode_queries([query])[0]
         with self._lock:
             self._refresh()
-            pos, sem = self._index.search(query, vec, max(self._meta.candidates, k))
+            pos, sem = self._search_index().search(query, vec, max(self._meta.candidates, k))
             return self._rank(pos, sem, vec, k)
 
     def retrieve_many(self, queries: Sequence[str], k: int = 5) -> list[list[Hit]]:
@@ -214,7 +214,7 @@ class Retriever:
         vecs = self._encode_queries(queries)
         with self._lock:
             self._refresh()
-            pos, sem = self._index.search_many(queries, vecs, max(self._meta.candidates, k))
+            pos, sem = self._search_index().search_many(queries, vecs, max(self._meta.candidates, k))
             return [self._rank(pos[i], sem[i], vecs[i], k) for i in range(len(queries))]
 
     def _rank(self, pos: np.ndarray, sem: np.ndarray, vec: np.ndarray, k: int) -> list[Hit]:
@@ -330,9 +330,10 @@ class Retriever:
             embeddings = setup.encode_tools(self._encoder, new, progress)
             prior = score_new(new, self._encoder, PriorStats.from_dict(self._meta.prior_stats))
             version = setup.put_tools(self._store, new, embeddings, prior)
-            self._index.add(new, embeddings)
+            index = self._search_index()
+            index.add(new, embeddings)
             self._set_pool(
-                self._index.tools,
+                index.tools,
                 {**self._prior_by_id, **dict(zip(prior.tool_ids, prior.r_static, strict=True))},
             )
             self._own_catalog_change(version)
@@ -345,11 +346,12 @@ class Retriever:
             check_known_ids(ids, self._by_id)
             if len(ids) >= len(self._by_id):
                 raise ConfigError("cannot remove every tool: an index needs at least one")
+            index = self._search_index()
             version = self._store.delete_tools(ids)
-            self._index.remove(ids)
+            index.remove(ids)
             for tool_id in ids:
                 self._policy.set_state(tool_id, None)
-            self._set_pool(self._index.tools, self._prior_by_id)
+            self._set_pool(index.tools, self._prior_by_id)
             self._own_catalog_change(version)
 
     # ---- inspection --------------------------------------------------------------------------------
@@ -418,7 +420,8 @@ class Retriever:
     @property
     def index(self) -> SemanticIndex:
         """The in-memory ``SemanticIndex`` (positions refer to ``[t.tool for t in tools()]`` order)."""
-        return self._index
+        with self._lock:
+            return self._search_index()
 
     @property
     def policy(self) -> Policy:
@@ -469,15 +472,24 @@ class Retriever:
         return vecs
 
     def _load_catalog(self) -> None:
-        """(Re)build the in-memory index from the store: stored embeddings, nothing re-encoded."""
+        """(Re)load the pool from the store; the index is built from the stored embeddings when first
+        searched (nothing is re-encoded), so ``feedback`` and ``tools`` never pay for fitting it."""
         version = self._store.catalog_version()
         stored = self._store.load_catalog()
         tools = [setup.parse_record(r, i) for i, r in zip(stored.ids, stored.records, strict=True)]
-        self._index = SemanticIndex.build(
-            tools, stored.embeddings, setup.semantic_config(self._meta.semantic)
-        )
-        self._set_pool(self._index.tools, dict(zip(stored.ids, stored.prior.tolist(), strict=True)))
+        self._index: SemanticIndex | None = None
+        self._unindexed: tuple[list[Tool], np.ndarray] | None = (tools, stored.embeddings)
+        self._set_pool(tools, dict(zip(stored.ids, stored.prior.tolist(), strict=True)))
         self._catalog_version = version
+
+    def _search_index(self) -> SemanticIndex:
+        """The semantic index of the current pool, built on first use (call with the lock held)."""
+        if self._index is None:
+            assert self._unindexed is not None
+            tools, embeddings = self._unindexed
+            self._index = SemanticIndex.build(tools, embeddings, setup.semantic_config(self._meta.semantic))
+            self._unindexed = None
+        return self._index
 
     def _set_pool(self, tools: Sequence[Tool], prior_by_id: Mapping[str, float]) -> None:
         self._tools = list(tools)
