@@ -34,6 +34,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env(db=args.db, host=args.host, port=args.port)
     with Retriever.open(settings.db, busy_timeout=settings.busy_timeout) as retriever:  # errors: one line
+        retriever.index  # noqa: B018 - build the index now: the first request should not pay for it
         app = create_app(settings, retriever=retriever)
         err_console.print(
             f"rated: serving {len(retriever)} tools from {settings.db} "
@@ -51,6 +52,7 @@ def _mcp(args: argparse.Namespace) -> int:
     settings = Settings.from_env(db=args.db)
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries JSON-RPC only: keep set-up chatter off it
         retriever = Retriever.open(settings.db, busy_timeout=settings.busy_timeout)
+        retriever.index  # noqa: B018 - built before the first find_tools call
     with retriever:
         build_mcp_server(retriever, settings).run("stdio")
     return 0

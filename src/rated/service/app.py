@@ -37,6 +37,7 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = retriever is None
         app.state.retriever = retriever or Retriever.open(settings.db, busy_timeout=settings.busy_timeout)
+        app.state.retriever.index  # noqa: B018 - build the index before the first request
         try:
             yield
         finally:
