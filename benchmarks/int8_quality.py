@@ -57,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         ds = load_dataset(folder)
         console.print(f"{ds.name}: {len(ds.tools)} tools")
         methods = ["dense", "rated", "finetuned", "rated-finetuned"]  # "finetuned" = the int8 encoder here
-        res = run_offline(folder, methods, encoder=CachedEncoder(fp32), finetuned=CachedEncoder(int8))
+        res = run_offline(
+            folder, methods, encoder=CachedEncoder(fp32), finetuned=CachedEncoder(int8), progress=True
+        )
         texts = [tool_text(t) for t in ds.tools[:500]] + [q.text for q in ds.queries[:500]]
         cos = np.sum(fp32.encode(texts) * int8.encode(texts), axis=1)
         queries = [q.text for q in ds.queries[: args.timed_queries]]
