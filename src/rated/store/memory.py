@@ -64,10 +64,20 @@ class MemoryStore:
     ) -> int:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
         with self._lock:
-            for i, tool_id in enumerate(ids):
-                self._tools[tool_id] = (records[i], emb[i].copy(), float(prior[i]), dict(details[i]))
+            self._put_rows(ids, records, emb, prior, details)
             self._catalog_version += 1
             return self._catalog_version
+
+    def _put_rows(
+        self,
+        ids: Sequence[str],
+        records: Sequence[str],
+        emb: np.ndarray,
+        prior: np.ndarray,
+        details: Sequence[Mapping[str, Any]],
+    ) -> None:
+        for i, tool_id in enumerate(ids):
+            self._tools[tool_id] = (records[i], emb[i].copy(), float(prior[i]), dict(details[i]))
 
     def delete_tools(self, ids: Sequence[str]) -> int:
         with self._lock:
@@ -81,12 +91,15 @@ class MemoryStore:
 
     def clear(self) -> None:
         with self._lock:
-            self._meta.clear()
-            self._tools.clear()
-            self._states.clear()
-            self._state_seq.clear()
-            self._seq += 1
+            self._drop_all()
             self._catalog_version += 1
+
+    def _drop_all(self) -> None:
+        self._meta.clear()
+        self._tools.clear()
+        self._states.clear()
+        self._state_seq.clear()
+        self._seq += 1
 
     def replace_catalog(
         self,
@@ -97,12 +110,13 @@ class MemoryStore:
         prior_detail: Sequence[Mapping[str, Any]] | None,
         meta: Mapping[str, Any],
     ) -> int:
-        check_tool_rows(ids, records, embeddings, prior, prior_detail)  # before anything is dropped
-        with self._lock:  # re-entrant: the three steps are one change for other threads
-            self.clear()
-            self.set_meta(meta)
-            self._catalog_version -= 1  # clear and put count as one change
-            return self.put_tools(ids, records, embeddings, prior, prior_detail)
+        emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)  # before any drop
+        with self._lock:  # one change for other threads
+            self._drop_all()
+            self._meta = dict(meta)
+            self._put_rows(ids, records, emb, prior, details)
+            self._catalog_version += 1
+            return self._catalog_version
 
     def catalog_version(self) -> int:
         return self._catalog_version
