@@ -38,8 +38,9 @@ class QueryCache:
         if self.size == 0:
             return encode(list(queries))
         with self._lock:
-            found = {q: self._touch(q) for q in dict.fromkeys(queries) if q in self._rows}
-            missing = [q for q in dict.fromkeys(queries) if q not in found]
+            distinct = dict.fromkeys(queries)
+            found = {q: self._touch(q) for q in distinct if q in self._rows}
+            missing = [q for q in distinct if q not in found]
             self.hits += len(found)
             self.misses += len(missing)
         if missing:
