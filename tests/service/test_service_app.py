@@ -220,7 +220,7 @@ def test_settings_from_env_and_validation():
         create_app(Settings())
 
 
-def test_feedback_recorded_for_a_tool_removed_right_after_still_answers_recorded(monkeypatch):
+def test_feedback_recorded_for_a_tool_removed_right_after_still_answers_recorded():
     from rated.errors import UnknownToolError
     from rated.service.actions import record_feedback
 
