@@ -24,6 +24,7 @@ from rated.catalog.schema import Tool
 from rated.catalog.text import TextConfig, tool_text
 from rated.encode.onnx import OnnxEncoder, default_threads
 from rated.encode.prepare import prepare_minilm
+from rated.encode.runtime import BACKENDS
 from rated.paths import data_dir
 
 
@@ -89,6 +90,7 @@ def main() -> int:
     text_help = "full: tool_text (name, description, parameters, provider, tags); short: name + description"
     parser.add_argument("--text", choices=["full", "short"], default="full", help=text_help)
     parser.add_argument("--quantized", action="store_true", help="use the int8 graph")
+    parser.add_argument("--backend", choices=BACKENDS, default=None, help="graph runtime (default: auto)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     args = parser.parse_args()
 
@@ -105,7 +107,7 @@ def main() -> int:
     threads = args.threads or default_threads()
     t0 = time.perf_counter()
     model_dir = prepare_minilm(progress=not args.json)
-    encoder = OnnxEncoder.load(model_dir, threads=threads, quantized=args.quantized)
+    encoder = OnnxEncoder.load(model_dir, threads=threads, quantized=args.quantized, backend=args.backend)
     load_s = time.perf_counter() - t0
     lengths = np.array([len(e.ids) for e in encoder._tokenizer.encode_batch(texts)])  # statistics only
 
@@ -115,6 +117,7 @@ def main() -> int:
     elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
     result = {
         "encoder": encoder.name,
+        "backend": encoder.backend,
         "threads": threads,
         "cpu_count": os.cpu_count(),
         "load_average_1min": round(os.getloadavg()[0], 2),
@@ -135,7 +138,8 @@ def main() -> int:
     r = result
     s, lq = r["query_short_metatool"], r["query_long_stabletoolbench"]
     print(
-        f"encoder {r['encoder']}: {threads} thread(s) of {r['cpu_count']} CPU(s), model load {load_s:.2f} s"
+        f"encoder {r['encoder']} on {r['backend']}: {threads} thread(s) of {r['cpu_count']} CPU(s), "
+        f"model load {load_s:.2f} s"
     )
     print(f"machine load average {r['load_average_1min']} while measuring (other processes share the CPUs)")
     print(

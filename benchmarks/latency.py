@@ -142,7 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=500, help="timed calls per stage")
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--source", choices=["stabletoolbench", "synthetic"], default="stabletoolbench")
-    ap.add_argument("--encoder", default="default", help="'default' (MiniLM ONNX), 'int8', or 'hash'")
+    encoders = "default (MiniLM; backend: $RATED_ENCODER_BACKEND or auto), onnxruntime, openvino, int8, hash"
+    ap.add_argument("--encoder", default="default", help=encoders)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help="folder for latency.json and latency.png")
     args = ap.parse_args(argv)
@@ -152,11 +153,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rated.encode.testing import HashEncoder
 
         encoder = HashEncoder(384)
-    elif args.encoder == "int8":
+    elif args.encoder in ("int8", "onnxruntime", "openvino"):
         from rated.encode.onnx import OnnxEncoder
         from rated.encode.prepare import prepare_minilm
 
-        encoder = OnnxEncoder.load(prepare_minilm(), quantized=True)
+        int8 = args.encoder == "int8"
+        encoder = OnnxEncoder.load(prepare_minilm(), quantized=int8, backend=None if int8 else args.encoder)
     else:
         from rated.encode import default_encoder
 
@@ -166,11 +168,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     short_qs = short_queries(args.calls + args.warmup, rng) if args.source == "stabletoolbench" else []
     q = lambda i: qs[i % len(qs)]  # noqa: E731
 
+    label = encoder.name + (f" on {encoder.backend}" if hasattr(encoder, "backend") else "")
     texts = [tool_text(t) for t in tools]
     start = time.perf_counter()
     encoder.encode_tools(texts)
     rate = len(texts) / (time.perf_counter() - start)
-    console.print(f"catalog encoding: {rate:,.0f} tool texts/s ({len(texts)} texts, {encoder.name})")
+    console.print(f"catalog encoding: {rate:,.0f} tool texts/s ({len(texts)} texts, {label})")
 
     tmp = Path(tempfile.mkdtemp(prefix="rated-latency-"))
     # no query cache: every timed call pays the encoder, as a query never seen before does
@@ -258,7 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     load = os.getloadavg()[0]
     table = Table(
-        title=f"batch-1 latency, {len(tools)} tools ({args.source}), {encoder.name}, {calls} calls, "
+        title=f"batch-1 latency, {len(tools)} tools ({args.source}), {label}, {calls} calls, "
         f"{os.cpu_count()} CPUs, load average {load:.1f} at the end"
     )
     for col in ("stage", "median ms", "p95 ms", "cpu ms", "x encode", "target ms", "ok"):
@@ -278,13 +281,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "load_average": load,
             "tools": len(tools),
             "source": args.source,
-            "encoder": encoder.name,
+            "encoder": label,
             "calls": calls,
             "catalog_texts_per_s": rate,
             "stages": rows,
         }
         (args.out / "latency.json").write_text(json.dumps(doc, indent=2))
-        plot(rows, args.out / "latency.png", f"{len(tools)} tools, {encoder.name}")
+        plot(rows, args.out / "latency.png", f"{len(tools)} tools, {label}")
         console.print(f"wrote {args.out / 'latency.json'} and {args.out / 'latency.png'}")
     return 0
 

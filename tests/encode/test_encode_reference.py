@@ -24,16 +24,26 @@ def minilm_dir():
     return prepare_minilm(progress=False)
 
 
+def _backends() -> list:
+    """onnxruntime always; OpenVINO when its extra is installed (it then runs bfloat16 where it can)."""
+    try:
+        import openvino  # noqa: F401
+    except ImportError:
+        return ["onnxruntime", pytest.param("openvino", marks=pytest.mark.skip("openvino not installed"))]
+    return ["onnxruntime", "openvino"]
+
+
 @pytest.mark.slow
-def test_onnx_minilm_matches_sentence_transformers(minilm_dir, reference):
+@pytest.mark.parametrize("backend", _backends())
+def test_onnx_minilm_matches_sentence_transformers(minilm_dir, reference, backend):
     from rated.encode.onnx import OnnxEncoder
 
     texts, expected, meta = reference
     assert max(meta["untruncated_token_counts"]) > 256  # the fixture exercises truncation
     manifest = json.loads((minilm_dir / "manifest.json").read_text())
     assert manifest["files"]["model.safetensors"]["sha256"] == meta["safetensors_sha256"]
-    enc = OnnxEncoder.load(minilm_dir)
-    assert enc.dim == 384
+    enc = OnnxEncoder.load(minilm_dir, backend=backend)
+    assert enc.dim == 384 and enc.backend == backend
     for batch_size in (64, 3):
         got = enc.encode_tools(texts, batch_size=batch_size)
         cos = (got * expected).sum(1)

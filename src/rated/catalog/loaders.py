@@ -19,8 +19,6 @@ either loaded whole or rejected, never half-loaded, and duplicate ids are an err
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +27,7 @@ from pydantic import ValidationError
 
 from rated.catalog.schema import Tool
 from rated.errors import CatalogError, CatalogProblem
+from rated.paths import atomic_path
 
 __all__ = ["load_catalog", "save_catalog"]
 
@@ -90,18 +89,9 @@ def save_catalog(tools: Iterable[Tool], path: str | Path) -> Path:
     if problems:
         raise CatalogError("refusing to save a catalog with duplicate ids", problems, path=str(out))
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            for tool in tools:
-                fh.write(tool.model_dump_json(exclude_defaults=True) + "\n")
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; a catalog is an ordinary file
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(out) as tmp, tmp.open("w", encoding="utf-8") as fh:
+        for tool in tools:
+            fh.write(tool.model_dump_json(exclude_defaults=True) + "\n")
     return out
 
 

@@ -1,4 +1,6 @@
-"""The embedded encoder: a prepared BERT sentence encoder run by onnxruntime on the CPU (no torch).
+"""The embedded encoder: a prepared BERT sentence encoder run on the CPU (no torch).
+
+The graph runs on onnxruntime, or on OpenVINO in bfloat16 where that is faster (:mod:`rated.encode.runtime`).
 
 Texts are tokenised with the model's own ``tokenizer.json`` (``tokenizers``), truncated to the model's
 ``max_seq_length`` as sentence-transformers does, sorted by length and batched so that padding stays small;
@@ -15,13 +17,13 @@ from typing import Any
 import numpy as np
 
 from rated.encode.manifest import read_manifest, verify_model_dir
+from rated.encode.runtime import GraphRunner, open_runner, resolve_backend
 from rated.errors import ModelError
 
 __all__ = ["ENCODER_THREADS_ENV", "MAX_BATCH_TOKENS", "OnnxEncoder", "default_threads"]
 
 ENCODER_THREADS_ENV = "RATED_ENCODER_THREADS"
 _MAX_DEFAULT_THREADS = 4
-_OUTPUT = "sentence_embedding"
 MAX_BATCH_TOKENS = 512
 
 
@@ -36,24 +38,6 @@ def default_threads() -> int:
     return max(1, min(os.cpu_count() or 1, _MAX_DEFAULT_THREADS))
 
 
-def _session(model_path: Path, threads: int) -> Any:
-    import onnxruntime as ort
-
-    opts = ort.SessionOptions()
-    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-    opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    # Busy-waiting worker threads steal the CPU from everything else on a small machine and make
-    # batch-1 latency worse, not better, when other processes run; sleep instead.
-    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    opts.log_severity_level = 3
-    try:
-        return ort.InferenceSession(str(model_path), opts, providers=["CPUExecutionProvider"])
-    except Exception as exc:  # onnxruntime raises its own exception types
-        raise ModelError(f"onnxruntime cannot load {model_path}: {exc}") from None
-
-
 class OnnxEncoder:
     """Sentence encoder over an ONNX BERT graph; implements ``Encoder`` (symmetric: same model both sides).
 
@@ -63,7 +47,7 @@ class OnnxEncoder:
 
     def __init__(
         self,
-        session: Any,
+        runner: GraphRunner,
         tokenizer: Any,
         *,
         name: str,
@@ -72,7 +56,8 @@ class OnnxEncoder:
         fingerprint: str = "",
         model_dir: Path | None = None,
     ):
-        self._session = session
+        self._runner = runner
+        self.backend = runner.backend
         self._tokenizer = tokenizer
         self.name = name
         self.dim = int(dim)
@@ -80,7 +65,6 @@ class OnnxEncoder:
         self.fingerprint = fingerprint
         self.model_dir = model_dir
         self.max_tokens = MAX_BATCH_TOKENS
-        self._needs_type_ids = any(i.name == "token_type_ids" for i in session.get_inputs())
 
     @classmethod
     def load(
@@ -90,18 +74,21 @@ class OnnxEncoder:
         threads: int | None = None,
         quantized: bool = False,
         verify: bool = True,
+        backend: str | None = None,
     ) -> OnnxEncoder:
         """Open a model folder written by :mod:`rated.encode.prepare`.
 
         Raises IndexFormatError if the folder was written by another format version and ModelError if it is
         incomplete or damaged. ``quantized=True`` uses an int8 copy of the graph (built on first use): about
-        3x faster for single queries, at a small cost in agreement with the float model.
+        3x faster for single queries, at a small cost in agreement with the float model. ``backend``
+        (default ``$RATED_ENCODER_BACKEND``, else ``auto``) picks the runtime: :mod:`rated.encode.runtime`.
         """
         from tokenizers import Tokenizer
 
         model_dir = Path(model_dir)
         manifest = verify_model_dir(model_dir) if verify else read_manifest(model_dir)
         onnx_path = model_dir / manifest.get("onnx", {}).get("file", "model.onnx")
+        resolved = resolve_backend(backend, quantized=quantized)
         if quantized:
             from rated.encode.quantize import quantized_model_path
 
@@ -116,7 +103,7 @@ class OnnxEncoder:
         sha = manifest["files"].get("model.safetensors", {}).get("sha256", "")
         name = str(manifest.get("name", model_dir.name)) + ("-int8" if quantized else "")
         return cls(
-            _session(onnx_path, threads or default_threads()),
+            open_runner(model_dir, onnx_path, threads or default_threads(), resolved),
             tokenizer,
             name=name,
             dim=int(manifest["dim"]),
@@ -148,7 +135,7 @@ class OnnxEncoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) == 1:  # the latency-critical path: no sorting, no padding
             ids = np.asarray([self._tokenizer.encode(texts[0]).ids], dtype=np.int64)
-            return self._run(ids, np.ones_like(ids))
+            return self._runner.run(ids, np.ones_like(ids))
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         encodings = self._tokenizer.encode_batch(texts)
@@ -164,17 +151,12 @@ class OnnxEncoder:
                 n = int(lengths[idx])
                 ids[row, :n] = encodings[idx].ids
                 mask[row, :n] = 1
-            out[batch] = self._run(ids, mask)
+            out[batch] = self._runner.run(ids, mask)
         return out
 
-    def _run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        feed = {"input_ids": ids, "attention_mask": mask}
-        if self._needs_type_ids:
-            feed["token_type_ids"] = np.zeros_like(ids)
-        return self._session.run([_OUTPUT], feed)[0].astype(np.float32, copy=False)
-
     def __repr__(self) -> str:
-        return f"OnnxEncoder(name={self.name!r}, dim={self.dim}, model_dir={str(self.model_dir)!r})"
+        fields = f"name={self.name!r}, dim={self.dim}, backend={self.backend!r}"
+        return f"OnnxEncoder({fields}, model_dir={str(self.model_dir)!r})"
 
 
 def _token_batches(sorted_lengths: np.ndarray, order: np.ndarray, max_texts: int, max_tokens: int) -> list:

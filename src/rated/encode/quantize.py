@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from rated.errors import ModelError
+from rated.paths import atomic_path
 
 __all__ = ["QUANTIZED_NAME", "quantize_onnx", "quantized_model_path"]
 
@@ -44,24 +43,18 @@ def quantize_onnx(src: Path, dest: Path) -> Path:
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    os.close(fd)
     try:
-        with _quiet_onnxruntime_warnings():
+        with atomic_path(dest) as tmp, _quiet_onnxruntime_warnings():
             quantize_dynamic(
                 str(src),
-                tmp,
+                str(tmp),
                 per_channel=True,
                 weight_type=QuantType.QInt8,
                 op_types_to_quantize=["MatMul", "Attention"],
                 extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
             )
-        os.replace(tmp, dest)
     except Exception as exc:
         raise ModelError(f"cannot quantise {src}: {exc}") from None
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return dest
 
 
