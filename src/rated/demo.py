@@ -113,11 +113,12 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     try:
-        t = _stage(1, "embedded encoder (all-MiniLM-L6-v2 on ONNX Runtime)")
+        t = _stage(1, "embedded encoder (all-MiniLM-L6-v2, ONNX graph on the CPU)")
         from rated.encode import default_encoder
 
         enc = default_encoder(progress=True)
-        console.print(f"encoder ready: {enc.name} (dim {enc.dim}) in {time.perf_counter() - t:.1f}s")
+        ready = f"{enc.name} (dim {enc.dim}, run by {enc.backend})"
+        console.print(f"encoder ready: {ready} in {time.perf_counter() - t:.1f}s")
 
         t = _stage(2, "BFCL benchmark (real function-calling queries and their tools)")
         data = out / "bfcl"

@@ -102,3 +102,20 @@ def test_the_standard_graph_is_built_once_and_rebuilt_when_stale(tmp_path, tiny_
     newer = graph.stat().st_mtime + 10
     os.utime(folder / "model.onnx", (newer, newer))  # the fused graph was rebuilt after it: stale
     assert standard_graph_path(folder, folder / "model.onnx").read_bytes() == built
+
+
+def test_auto_falls_back_where_openvino_cannot_run(tmp_path, tiny_model_dir, monkeypatch, caplog):
+    pytest.importorskip("openvino")
+    from rated.encode import runtime
+
+    monkeypatch.setattr(runtime, "openvino_speeds_up", lambda: True)  # as on a CPU with bfloat16
+    folder = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, folder)
+    (folder / "model.safetensors").unlink()  # nothing to export the standard graph from
+    (folder / STANDARD_GRAPH_NAME).unlink(missing_ok=True)
+    with caplog.at_level("WARNING", logger="rated.encode.runtime"):
+        enc = OnnxEncoder.load(folder, verify=False, backend="auto")
+    assert enc.backend == "onnxruntime" and "using onnxruntime" in caplog.text
+    assert enc.encode(["still works"]).shape == (1, enc.dim)
+    with pytest.raises(ModelError, match="OpenVINO cannot run"):
+        OnnxEncoder.load(folder, verify=False, backend="openvino")

@@ -88,7 +88,7 @@ class OnnxEncoder:
         model_dir = Path(model_dir)
         manifest = verify_model_dir(model_dir) if verify else read_manifest(model_dir)
         onnx_path = model_dir / manifest.get("onnx", {}).get("file", "model.onnx")
-        resolved = resolve_backend(backend, quantized=quantized)
+        resolve_backend(backend, quantized=quantized)  # a bad setting fails before any work
         if quantized:
             from rated.encode.quantize import quantized_model_path
 
@@ -103,7 +103,7 @@ class OnnxEncoder:
         sha = manifest["files"].get("model.safetensors", {}).get("sha256", "")
         name = str(manifest.get("name", model_dir.name)) + ("-int8" if quantized else "")
         return cls(
-            open_runner(model_dir, onnx_path, threads or default_threads(), resolved),
+            open_runner(model_dir, onnx_path, threads or default_threads(), backend, quantized=quantized),
             tokenizer,
             name=name,
             dim=int(manifest["dim"]),

@@ -13,6 +13,7 @@ OpenVINO compiles kernels per input shape, so inputs are padded (masked) to a mu
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from pathlib import Path
@@ -40,6 +41,7 @@ BACKENDS = ("auto", "onnxruntime", "openvino")
 OUTPUT = "sentence_embedding"
 STANDARD_GRAPH_NAME = "model.std.onnx"  # standard ONNX operators only: what OpenVINO reads
 PAD_MULTIPLE = 16
+logger = logging.getLogger(__name__)
 
 
 class GraphRunner(Protocol):
@@ -131,15 +133,20 @@ def openvino_speeds_up() -> bool:
         return False
 
 
+def _requested(backend: str | None) -> str:
+    choice = (backend or os.environ.get(BACKEND_ENV) or "auto").strip().lower()
+    if choice not in BACKENDS:
+        source = "backend" if backend else BACKEND_ENV
+        raise ModelError(f"{source} must be one of {', '.join(BACKENDS)}; got {choice!r}")
+    return choice
+
+
 def resolve_backend(backend: str | None = None, *, quantized: bool = False) -> str:
     """The runtime to use: ``backend``, else ``$RATED_ENCODER_BACKEND``, else ``auto``, resolved.
 
     The int8 graph is onnxruntime-specific, so ``quantized`` resolves ``auto`` to onnxruntime.
     """
-    choice = (backend or os.environ.get(BACKEND_ENV) or "auto").strip().lower()
-    if choice not in BACKENDS:
-        source = "backend" if backend else BACKEND_ENV
-        raise ModelError(f"{source} must be one of {', '.join(BACKENDS)}; got {choice!r}")
+    choice = _requested(backend)
     if choice == "openvino":
         if quantized:
             raise ModelError("the int8 graph runs on onnxruntime only; use backend 'onnxruntime' or 'auto'")
@@ -169,8 +176,19 @@ def standard_graph_path(model_dir: Path, onnx_path: Path) -> Path:
     return dest
 
 
-def open_runner(model_dir: Path, onnx_path: Path, threads: int, backend: str) -> GraphRunner:
-    """A ``GraphRunner`` for a resolved ``backend`` (see :func:`resolve_backend`)."""
-    if backend == "openvino":
-        return OpenVinoRunner(standard_graph_path(model_dir, onnx_path), threads)
+def open_runner(
+    model_dir: Path, onnx_path: Path, threads: int, backend: str | None = None, *, quantized: bool = False
+) -> GraphRunner:
+    """A ``GraphRunner`` for ``onnx_path`` on the backend :func:`resolve_backend` picks.
+
+    When ``auto`` picked OpenVINO but it cannot run this folder (no weights to export the graph it reads,
+    a read-only folder, a graph it rejects), onnxruntime runs it instead; an explicit ``openvino`` fails.
+    """
+    if resolve_backend(backend, quantized=quantized) == "openvino":
+        try:
+            return OpenVinoRunner(standard_graph_path(model_dir, onnx_path), threads)
+        except (ModelError, OSError) as exc:
+            if _requested(backend) == "openvino":
+                raise ModelError(f"OpenVINO cannot run {model_dir}: {exc}") from None
+            logger.warning("OpenVINO cannot run %s (%s); using onnxruntime", model_dir, exc)
     return OnnxRuntimeRunner(onnx_path, threads)
