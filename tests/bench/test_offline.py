@@ -119,3 +119,20 @@ def test_select_default_maximises_the_worst_case_gain_over_the_best_baseline():
     }
     assert select_default(results) == "y"  # x wins big on a but loses on b
     assert "| y | 0.720 (+0.020) | 0.620 (+0.020) |" in ablation_table(results)
+
+
+def test_embedding_cache_keeps_backends_apart(tmp_path):
+    """OpenVINO's bfloat16 embeddings are close to onnxruntime's, not identical: never served for them."""
+
+    class Backend(HashEncoder):
+        def __init__(self, backend: str):
+            super().__init__(dim=16)
+            self.fingerprint, self.backend = "same-weights", backend
+
+    texts = ["send an email", "get the weather"]
+    paths = {
+        b: CachedEncoder(Backend(b), root=tmp_path)._path("tools", texts)
+        for b in ("onnxruntime", "", "openvino")
+    }
+    assert paths["onnxruntime"] == paths[""]  # onnxruntime keeps the cache keys it always had
+    assert paths["openvino"] != paths["onnxruntime"]

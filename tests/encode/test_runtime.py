@@ -119,3 +119,16 @@ def test_auto_falls_back_where_openvino_cannot_run(tmp_path, tiny_model_dir, mon
     assert enc.encode(["still works"]).shape == (1, enc.dim)
     with pytest.raises(ModelError, match="OpenVINO cannot run"):
         OnnxEncoder.load(folder, verify=False, backend="openvino")
+
+
+def test_default_is_onnxruntime_even_where_openvino_would_be_faster(monkeypatch):
+    from rated.encode import runtime
+
+    monkeypatch.delenv(BACKEND_ENV, raising=False)
+    monkeypatch.setattr(runtime, "openvino_speeds_up", lambda: True)
+    assert resolve_backend() == "onnxruntime"  # the published figures are onnxruntime's: opt in to change
+    assert resolve_backend("auto") == "openvino"
+    monkeypatch.setenv(BACKEND_ENV, "auto")
+    assert resolve_backend() == "openvino"
+    monkeypatch.setattr(runtime, "openvino_speeds_up", lambda: False)
+    assert resolve_backend() == "onnxruntime"

@@ -26,12 +26,15 @@ class CachedEncoder:
         self.name = encoder.name
         self.dim = encoder.dim
         self.fingerprint = str(getattr(encoder, "fingerprint", "") or "")
+        # another backend's embeddings are close to, not identical with, onnxruntime's: cache them apart
+        backend = str(getattr(encoder, "backend", "") or "")
+        self._key = self.fingerprint + (f"|{backend}" if backend not in ("", "onnxruntime") else "")
         self.root = root or rated_home() / "cache" / "emb"
         self.hits = 0
         self.misses = 0
 
     def _path(self, side: str, texts: Sequence[str]) -> Path:
-        h = hashlib.sha256(f"{self.name}|{self.fingerprint}|{self.dim}|{side}|{len(texts)}".encode())
+        h = hashlib.sha256(f"{self.name}|{self._key}|{self.dim}|{side}|{len(texts)}".encode())
         for t in texts:
             h.update(t.encode("utf-8"))
             h.update(b"\x1e")

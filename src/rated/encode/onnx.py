@@ -81,7 +81,7 @@ class OnnxEncoder:
         Raises IndexFormatError if the folder was written by another format version and ModelError if it is
         incomplete or damaged. ``quantized=True`` uses an int8 copy of the graph (built on first use): about
         3x faster for single queries, at a small cost in agreement with the float model. ``backend``
-        (default ``$RATED_ENCODER_BACKEND``, else ``auto``) picks the runtime: :mod:`rated.encode.runtime`.
+        (default ``$RATED_ENCODER_BACKEND``, else onnxruntime) picks the runtime: :mod:`rated.encode.runtime`.
         """
         from tokenizers import Tokenizer
 
