@@ -106,7 +106,7 @@ def main() -> int:
     text_help = "full: tool_text (name, description, parameters, provider, tags); short: name + description"
     parser.add_argument("--text", choices=["full", "short"], default="full", help=text_help)
     parser.add_argument("--quantized", action="store_true", help="use the int8 graph")
-    parser.add_argument("--backend", choices=BACKENDS, default=None, help="graph runtime (default: auto)")
+    parser.add_argument("--backend", choices=BACKENDS, default=None, help="graph runtime")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     args = parser.parse_args()
 

@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--calls", type=int, default=500, help="timed calls per stage")
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--source", choices=["stabletoolbench", "synthetic"], default="stabletoolbench")
-    encoders = "default (MiniLM; backend: $RATED_ENCODER_BACKEND or auto), onnxruntime, openvino, int8, hash"
+    encoders = "default (MiniLM on $RATED_ENCODER_BACKEND or onnxruntime), onnxruntime, openvino, int8, hash"
     ap.add_argument("--encoder", default="default", help=encoders)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help="folder for latency.json and latency.png")
