@@ -143,7 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=50)
     ap.add_argument("--source", choices=["stabletoolbench", "synthetic"], default="stabletoolbench")
     encoders = "default (MiniLM on $RATED_ENCODER_BACKEND or onnxruntime), onnxruntime, openvino, int8, hash"
-    ap.add_argument("--encoder", default="default", help=encoders)
+    choices = ["default", "onnxruntime", "openvino", "int8", "hash"]
+    ap.add_argument("--encoder", default="default", choices=choices, help=encoders)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=None, help="folder for latency.json and latency.png")
     args = ap.parse_args(argv)
@@ -158,7 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from rated.encode.prepare import prepare_minilm
 
         int8 = args.encoder == "int8"
-        encoder = OnnxEncoder.load(prepare_minilm(), quantized=int8, backend=None if int8 else args.encoder)
+        backend = "onnxruntime" if int8 else args.encoder
+        encoder = OnnxEncoder.load(prepare_minilm(), quantized=int8, backend=backend)
     else:
         from rated.encode import default_encoder
 

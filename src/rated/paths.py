@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,13 +39,15 @@ def atomic_path(dest: Path) -> Iterator[Path]:
     is removed and ``dest`` is left as it was. The file gets the usual umask-based permissions.
     """
     dest = Path(dest)
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    os.close(fd)
+    while True:  # O_EXCL with mode 0o666: a fresh name, and the kernel applies the umask (threads too)
+        tmp = dest.parent / f".{dest.name}.{secrets.token_hex(6)}.tmp"
+        try:
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+            break
+        except FileExistsError:
+            continue
     try:
-        yield Path(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; these are ordinary cache and data files
+        yield tmp
         os.replace(tmp, dest)
     finally:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)

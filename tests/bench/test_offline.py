@@ -136,3 +136,26 @@ def test_embedding_cache_keeps_backends_apart(tmp_path):
     }
     assert paths["onnxruntime"] == paths[""]  # onnxruntime keeps the cache keys it always had
     assert paths["openvino"] != paths["onnxruntime"]
+
+
+def test_embedding_cache_survives_concurrent_writers(tmp_path):
+    import threading
+
+    texts, errors = [f"tool {i}" for i in range(20)], []
+
+    def work() -> None:
+        enc = CachedEncoder(HashEncoder(dim=16), root=tmp_path)
+        try:
+            for _ in range(30):
+                (tmp_path / enc._path("tools", texts).name).unlink(missing_ok=True)
+                assert enc.encode_tools(texts).shape == (20, 16)
+        except Exception as exc:  # pragma: no cover - the failure this test looks for
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert all(p.suffix == ".npy" and not p.name.startswith(".") for p in tmp_path.iterdir())

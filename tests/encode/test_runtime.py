@@ -37,9 +37,11 @@ def test_missing_openvino(monkeypatch):
         resolve_backend("openvino")
 
 
-def test_int8_on_openvino_is_refused():
-    with pytest.raises(ModelError, match="int8 graph runs on onnxruntime only"):
+def test_int8_with_openvino(monkeypatch):
+    with pytest.raises(ModelError, match="backend='openvino' with quantized=True"):
         resolve_backend("openvino", quantized=True)
+    monkeypatch.setenv(BACKEND_ENV, "openvino")  # a preference: asking for int8 explicitly wins
+    assert resolve_backend(quantized=True) == "onnxruntime"
 
 
 def test_standard_graph_needs_the_weights(tmp_path, tiny_model_dir):
@@ -62,6 +64,7 @@ def both(tiny_model_dir):
 def test_openvino_agrees_with_onnxruntime(both):
     ort, ov = both
     assert (ort.backend, ov.backend) == ("onnxruntime", "openvino")
+    assert ort.precision == "f32" and ov.precision in ("f32", "bf16")  # bf16 where the CPU has it
     assert ov.name == ort.name and ov.fingerprint == ort.fingerprint  # the same model, not a cheaper one
     for batch_size in (64, 2):
         a, b = ort.encode(TEXTS, batch_size=batch_size), ov.encode(TEXTS, batch_size=batch_size)
@@ -71,15 +74,16 @@ def test_openvino_agrees_with_onnxruntime(both):
     assert (singles * ort.encode(TEXTS)).sum(1).min() >= 0.999
 
 
-def test_padding_to_a_shape_bucket_changes_nothing(both):
+def test_padding_to_a_shape_bucket_changes_nothing(both, monkeypatch):
+    from rated.encode import runtime
+
     _, ov = both
-    ids = np.array([[101, 2000, 2001, 2002, 102]], dtype=np.int64)  # 5 tokens, padded to 16 inside
-    padded = np.zeros((1, 16), dtype=np.int64)
-    padded[0, :5] = ids
-    mask = (padded != 0).astype(np.int64)
-    a = ov._runner.run(ids, np.ones_like(ids))
-    b = ov._runner.run(padded, mask)
-    np.testing.assert_allclose(a, b, atol=1e-6)
+    texts = ["send an email", "get the weather in a city today", "x"]  # none a multiple of 16 tokens
+    padded = [ov.encode_queries([t]) for t in texts] + [ov.encode(texts)]
+    monkeypatch.setattr(runtime, "PAD_MULTIPLE", 1)  # the exact input widths, no padding
+    exact = [ov.encode_queries([t]) for t in texts] + [ov.encode(texts)]
+    for a, b in zip(padded, exact, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5)
 
 
 def test_threads_get_their_own_requests(both):

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from rated.encode.base import Encoder
-from rated.paths import rated_home
+from rated.paths import atomic_path, rated_home
 
 __all__ = ["CachedEncoder"]
 
@@ -28,6 +28,8 @@ class CachedEncoder:
         self.fingerprint = str(getattr(encoder, "fingerprint", "") or "")
         # another backend's embeddings are close to, not identical with, onnxruntime's: cache them apart
         backend = str(getattr(encoder, "backend", "") or "")
+        if backend not in ("", "onnxruntime"):
+            backend += "-" + str(getattr(encoder, "precision", "") or "")
         self._key = self.fingerprint + (f"|{backend}" if backend not in ("", "onnxruntime") else "")
         self.root = root or rated_home() / "cache" / "emb"
         self.hits = 0
@@ -51,9 +53,8 @@ class CachedEncoder:
         fn = self.encoder.encode_queries if side == "q" else self.encoder.encode_tools
         arr = np.asarray(fn(list(texts), batch_size=batch_size, progress=progress), dtype=np.float32)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npy")
-        np.save(tmp, arr, allow_pickle=False)
-        tmp.replace(path)
+        with atomic_path(path) as tmp, tmp.open("wb") as fh:  # a handle: np.save(path) would add ".npy"
+            np.save(fh, arr, allow_pickle=False)
         return arr
 
     def encode_queries(

@@ -23,7 +23,7 @@ def default_encoder(progress: bool = True, *, quantized: bool | None = None) -> 
 
     ``quantized`` (default: ``$RATED_ENCODER_INT8`` == "1") picks the int8 graph: 1.6-2x faster on the
     CPU and retrieval-neutral on the benchmarks (``benchmarks/int8_quality.py``), but its embeddings
-    drift from the reference (cosine 0.98-0.99 at worst per text instead of >= 0.999).
+    drift from the reference (cosine 0.97-0.99 at worst per text instead of >= 0.999).
     """
     if quantized is None:
         quantized = os.environ.get(INT8_ENV, "").strip() == "1"

@@ -1,6 +1,6 @@
 """The embedded encoder: a prepared BERT sentence encoder run on the CPU (no torch).
 
-The graph runs on onnxruntime, or on OpenVINO in bfloat16 where that is faster (:mod:`rated.encode.runtime`).
+The graph runs on onnxruntime, or (opt-in) on OpenVINO in bfloat16 (:mod:`rated.encode.runtime`).
 
 Texts are tokenised with the model's own ``tokenizer.json`` (``tokenizers``), truncated to the model's
 ``max_seq_length`` as sentence-transformers does, sorted by length and batched so that padding stays small;
@@ -58,6 +58,7 @@ class OnnxEncoder:
     ):
         self._runner = runner
         self.backend = runner.backend
+        self.precision = runner.precision
         self._tokenizer = tokenizer
         self.name = name
         self.dim = int(dim)

@@ -23,6 +23,7 @@ from typing import Protocol
 
 import numpy as np
 
+from rated.encode.quantize import QUANTIZED_NAME
 from rated.errors import ModelError
 from rated.paths import atomic_path
 
@@ -52,6 +53,7 @@ class GraphRunner(Protocol):
     """Runs the sentence-encoder graph on a padded batch and returns unit-norm float32 rows."""
 
     backend: str
+    precision: str  # what the matrix products compute in ("f32", "bf16", "int8")
 
     def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray: ...
 
@@ -78,6 +80,7 @@ class OnnxRuntimeRunner:
         except Exception as exc:  # onnxruntime raises its own exception types
             raise ModelError(f"onnxruntime cannot load {model_path}: {exc}") from None
         self._needs_type_ids = any(i.name == "token_type_ids" for i in self._session.get_inputs())
+        self.precision = "int8" if Path(model_path).name == QUANTIZED_NAME else "f32"
 
     def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         feed = {"input_ids": ids, "attention_mask": mask}
@@ -148,12 +151,15 @@ def _requested(backend: str | None) -> str:
 def resolve_backend(backend: str | None = None, *, quantized: bool = False) -> str:
     """The runtime to use: ``backend``, else ``$RATED_ENCODER_BACKEND``, else onnxruntime; ``auto`` resolved.
 
-    The int8 graph is onnxruntime-specific, so ``quantized`` resolves ``auto`` to onnxruntime.
+    The int8 graph is onnxruntime-specific, so ``quantized`` resolves ``auto`` (and an ``openvino``
+    preference from the environment) to onnxruntime; only an explicit ``backend="openvino"`` conflicts.
     """
     choice = _requested(backend)
+    if choice == "openvino" and quantized:
+        if backend is None:  # $RATED_ENCODER_BACKEND is a preference; asking for int8 is a choice
+            return "onnxruntime"
+        raise ModelError("backend='openvino' with quantized=True: the int8 graph runs on onnxruntime only")
     if choice == "openvino":
-        if quantized:
-            raise ModelError("the int8 graph runs on onnxruntime only; use backend 'onnxruntime' or 'auto'")
         try:
             import openvino  # noqa: F401
         except ImportError:
