@@ -161,12 +161,18 @@ def test_fail_open_when_every_candidate_is_down(retriever, clock):
 
 
 # ---- malformed input ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("query", ["", "   \n\t", None, 42, b"bytes", ["list"], "x" * 10_001])
+@pytest.mark.parametrize(
+    "query", ["", "   \n\t", None, 42, b"bytes", ["list"], "x" * 10_001, "email \ud800", "\udcff"]
+)
 def test_bad_queries_raise_query_error(retriever, query):
     with pytest.raises(QueryError):
         retriever.retrieve(query)
     with pytest.raises(QueryError):
         retriever.retrieve_many([QUERY, query])
+    if query is not None:  # feedback without a query is allowed
+        with pytest.raises(QueryError):
+            retriever.feedback("mail.a", "success", query=query)
+        assert retriever.outcomes() == []  # nothing was recorded
 
 
 def test_query_length_limit_is_configurable(clock):

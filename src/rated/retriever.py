@@ -461,6 +461,11 @@ class Retriever:
                 f"query is {len(query):,} characters long; the limit is {self._meta.max_query_chars:,} "
                 "(max_query_chars)"
             )
+        if not query.isascii():
+            try:
+                query.encode("utf-8")
+            except UnicodeEncodeError as exc:  # lone surrogates: JSON "\ud800", argv bytes that are not UTF-8
+                raise QueryError(f"query is not valid Unicode text (character {exc.start})") from None
 
     def _encode_queries(self, queries: Sequence[str]) -> np.ndarray:
         return self._query_cache.encode(queries, self._encode_checked)

@@ -126,6 +126,21 @@ def test_errors_map_to_status_codes(client, method, path, payload, status, error
 
 
 @pytest.mark.parametrize(
+    ("path", "raw"),
+    [
+        ("/retrieve", '{"query": "email \\ud800"}'),  # JSON's escape for a lone surrogate
+        ("/retrieve/batch", '{"queries": ["email", "\\udcff"]}'),
+        ("/feedback", '{"tool_id": "mail.a", "outcome": "success", "query": "a\\ud800"}'),
+    ],
+)
+def test_lone_surrogates_are_a_query_error(client, path, raw):
+    before = client.get("/tools/mail.a").json()
+    r = client.post(path, content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["error"] == "QueryError", r.text
+    assert client.get("/tools/mail.a").json() == before  # nothing recorded
+
+
+@pytest.mark.parametrize(
     ("path", "raw", "field"),
     [
         ("/retrieve", '{"query": NaN}', "body.query"),
