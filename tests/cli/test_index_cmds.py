@@ -124,3 +124,23 @@ def test_db_is_required_without_rated_db(monkeypatch, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["search", "x"])
     assert exc.value.code == 2 and "--db" in capsys.readouterr().err
+
+
+def test_markup_in_ids_and_queries_is_printed_literally(tmp_path, capsys):
+    """Catalog ids and queries are data: "[/]" or "[red]" must neither crash rich nor restyle output."""
+    path = tmp_path / "cat.jsonl"
+    tools = [
+        {"id": "x[/]", "name": "send_email", "description": "Send an email message"},
+        {"id": "[red]y", "name": "weather", "description": "Weather forecast [/bold]"},
+    ]
+    path.write_text("\n".join(json.dumps(t) for t in tools) + "\n")
+    db = str(tmp_path / "m.db")
+    assert run(capsys, "index", str(path), "--db", db, "--encoder", "hash-64")[0] == 0
+    code, out, _ = run(capsys, "search", "[/bold] send an email", "--db", db, "-k", "2")
+    assert code == 0 and "x[/]" in out and "[red]y" in out and "[/bold]" in out
+    code, out, _ = run(capsys, "feedback", "x[/]", "--outcome", "SUCCESS", "--db", db)
+    assert code == 0 and "recorded success for x[/]" in out
+    code, out, _ = run(capsys, "feedback", "x[/]", "--outcome", "Tool_Error", "--db", db, "--json")
+    assert code == 0 and json.loads(out)["outcome"] == "tool_error"  # as stored, not as typed
+    code, out, _ = run(capsys, "tools", "--db", db)
+    assert code == 0 and "x[/]" in out and "[red]y" in out

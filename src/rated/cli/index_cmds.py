@@ -11,6 +11,7 @@ import os
 import time
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from rated.cli.output import console, print_json
@@ -107,8 +108,9 @@ def _index(args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         console.print(
-            f"indexed [bold]{summary['tools']}[/] tools into [bold]{args.db}[/] in {seconds:.1f} s "
-            f"(encoder {summary['encoder']}, policy {summary['policy']})"
+            f"indexed [bold]{summary['tools']}[/] tools into [bold]{escape(str(args.db))}[/] "
+            f"in {seconds:.1f} s "
+            f"(encoder {escape(summary['encoder'])}, policy {escape(summary['policy'])})"
         )
     return 0
 
@@ -124,13 +126,13 @@ def _search(args: argparse.Namespace) -> int:
             {"query": args.query, "k": args.k, "degraded": degraded, "hits": [h.to_dict() for h in hits]}
         )
         return 0
-    table = Table(title=f"top {len(hits)} for {args.query!r}", title_justify="left")
+    table = Table(title=f"top {len(hits)} for {escape(repr(args.query))}", title_justify="left")
     for col in ("#", "tool", "score", "semantic", "bandit", "prior", "healthy"):
         table.add_column(col, justify="right" if col not in ("tool", "healthy") else "left")
     for h in hits:
         table.add_row(
             str(h.rank),
-            h.id,
+            escape(h.id),
             _f(h.score),
             _f(h.semantic),
             _f(h.bandit),
@@ -149,13 +151,12 @@ def _feedback(args: argparse.Namespace) -> int:
     with Retriever.open(args.db) as r:
         r.feedback(args.tool_id, args.outcome, query=args.query, retry_after=args.retry_after)
         health = r.health(args.tool_id, stats=False)
+    outcome = OutcomeKind.parse(args.outcome).value  # as stored: "SUCCESS" was recorded as "success"
     if args.json:
-        print_json(
-            {"tool_id": args.tool_id, "outcome": args.outcome, "recorded": True, "healthy": health.healthy}
-        )
+        print_json({"tool_id": args.tool_id, "outcome": outcome, "recorded": True, "healthy": health.healthy})
     else:
         state = "healthy" if health.healthy else "[red]unhealthy[/]"
-        console.print(f"recorded [bold]{args.outcome}[/] for [bold]{args.tool_id}[/]; now {state}")
+        console.print(f"recorded [bold]{outcome}[/] for [bold]{escape(args.tool_id)}[/]; now {state}")
     return 0
 
 
@@ -167,14 +168,14 @@ def _tools(args: argparse.Namespace) -> int:
     if args.json:
         print_json([t.to_dict() for t in rows])
         return 0
-    table = Table(title=f"{len(rows)} tools in {args.db}", title_justify="left")
+    table = Table(title=f"{len(rows)} tools in {escape(str(args.db))}", title_justify="left")
     for col in ("tool", "source", "prior", "healthy", "ok", "failed", "caller err", "last outcome"):
         table.add_column(col, justify="right" if col in ("prior", "ok", "failed", "caller err") else "left")
     for t in rows:
         d = t.to_dict()
         table.add_row(
-            d["id"],
-            d["source"],
+            escape(d["id"]),
+            escape(d["source"]),
             _f(d["prior"]),
             "yes" if t.healthy else "[red]no[/]",
             str(d["successes"]),
