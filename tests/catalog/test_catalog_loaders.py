@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rated.catalog.loaders import load_catalog, save_catalog
+from rated.catalog.loaders import MAX_NESTING, load_catalog, save_catalog
 from rated.catalog.schema import AuthType, Tool
 from rated.errors import CatalogError
 
@@ -162,3 +162,38 @@ def test_save_refuses_duplicates(tmp_path: Path) -> None:
     with pytest.raises(CatalogError, match="duplicate"):
         save_catalog([t, t], tmp_path / "c.jsonl")
     assert not (tmp_path / "c.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "name"),
+    [
+        ("[" * 100_000, "cat.json"),  # deeper than Python's recursion limit: json.loads raises RecursionError
+        ('{"a":' * 100_000, "cat.json"),
+        ('{"id": "ok", "name": "n", "description": "d"}\n' + "[" * 100_000 + "\n", "cat.jsonl"),
+    ],
+)
+def test_absurdly_nested_json_is_a_catalog_error(tmp_path, content, name):
+    path = tmp_path / name
+    path.write_text(content)
+    with pytest.raises(CatalogError) as info:
+        load_catalog(path)
+    assert "nested" in str(info.value) or "invalid JSON" in str(info.value)
+
+
+def test_parameters_nested_beyond_the_limit_are_rejected_by_name():
+    deep: dict = {"type": "string"}
+    for _ in range(MAX_NESTING + 5):
+        deep = {"type": "object", "properties": {"x": deep}}
+    tools = [
+        {"id": "ok", "name": "fine", "description": "d", "parameters": {"type": "object", "properties": {}}},
+        {"id": "deep", "name": "deep", "description": "d", "parameters": deep},
+    ]
+    with pytest.raises(CatalogError) as info:
+        load_catalog(tools)
+    (problem,) = info.value.problems
+    assert problem.location == "item 1" and "nested more than" in problem.reason
+
+
+def test_a_directory_is_not_a_catalog(tmp_path):
+    with pytest.raises(CatalogError, match="is a directory"):
+        load_catalog(tmp_path)

@@ -31,6 +31,9 @@ from rated.paths import atomic_path
 
 __all__ = ["load_catalog", "save_catalog"]
 
+MAX_NESTING = 64  # JSON-schema parameters nest a few levels; hundreds mean a broken or hostile file
+_TOO_DEEP = f"nested more than {MAX_NESTING} levels deep"
+
 _FUNCTION_KEYS = frozenset({"name", "description", "parameters", "strict"})
 _MCP_EXTRA_KEYS = ("title", "outputSchema", "annotations", "_meta")
 
@@ -58,6 +61,8 @@ def load_catalog(
         else:
             path = Path(text_or_path).expanduser()
             path_label = str(path)
+            if path.is_dir():
+                raise CatalogError("is a directory, not a catalog file", path=path_label)
             if not path.is_file():
                 raise CatalogError("catalog file not found", path=path_label)
             try:
@@ -108,7 +113,7 @@ def _from_bytes(
         # One JSON object (MCP result / envelope), or JSONL whose lines are objects: the whole text decides.
         try:
             obj = json.loads(raw.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             return _jsonl(raw) if _first_line_is_object(stripped) else _whole_json(raw, source_name)
         return _from_object(obj, source_name)
     if not stripped:
@@ -125,7 +130,7 @@ def _first_line_is_object(stripped: bytes) -> bool:
         try:
             if isinstance(json.loads(line), dict):
                 return True
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
             continue
     return False
 
@@ -140,6 +145,8 @@ def _whole_json(raw: bytes, source_name: str | None) -> tuple[list[_Pending], li
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
         return [], [CatalogProblem(f"line {exc.lineno}", "", f"invalid JSON: {exc.msg} (column {exc.colno})")]
+    except RecursionError:
+        return [], [CatalogProblem("document", "", _TOO_DEEP)]
     return _from_object(obj, source_name)
 
 
@@ -165,6 +172,9 @@ def _jsonl(raw: bytes) -> tuple[list[_Pending], list[CatalogProblem]]:
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             problems.append(CatalogProblem(loc, "", f"invalid JSON: {exc.msg} (column {exc.colno})"))
+            continue
+        except RecursionError:
+            problems.append(CatalogProblem(loc, "", _TOO_DEEP))
             continue
         if not isinstance(obj, dict):
             problems.append(
@@ -291,6 +301,9 @@ def _validate(pending: list[_Pending], problems: list[CatalogProblem]) -> list[T
     tools: list[Tool] = []
     first_seen: dict[str, str] = {}
     for loc, record, renames in pending:
+        if _nested_deeper_than(record, MAX_NESTING):  # would break storing and encoding it later
+            problems.append(CatalogProblem(loc, "", _TOO_DEEP))
+            continue
         try:
             tool = Tool.model_validate(record)
         except ValidationError as exc:
@@ -308,6 +321,23 @@ def _validate(pending: list[_Pending], problems: list[CatalogProblem]) -> list[T
         first_seen[tool.id] = loc
         tools.append(tool)
     return tools
+
+
+def _nested_deeper_than(obj: Any, limit: int) -> bool:
+    """True when lists/objects nest more than ``limit`` levels (iterative: no recursion limit to hit)."""
+    stack = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def _reason(err: Mapping[str, Any]) -> str:
