@@ -262,33 +262,43 @@ class RatedPolicy(BasePolicy):
                 if self.prior_weight
                 else [util * math.log(max(bandit_out[0], _FLOOR))] * k
             )
+        # Hot loop: conditional expressions instead of min()/max() calls (about 2x faster per candidate,
+        # same values: 2 ** (min(d, 0) * r) is 1.0 for d >= 0); d = age of a timestamp, <= 0 normally.
+        norm = self._avail_norm
         for i in range(k):
             if not (rows[i] or prows[i]):
                 continue
             tf, to, s, f, beta, rate, _, blocked = table[i][: BLOCKED + 1]
-            fade = 2.0 ** (min(tf - now, 0.0) * inv_hl)
-            up = up0 - beta * 2.0 ** (min(to - now, 0.0) * rate)
-            s, f = s * fade, f * fade
+            d = tf - now
+            fade = 2.0 ** (d * inv_hl) if d < 0.0 else 1.0
+            d = to - now
+            up = up0 - beta * (2.0 ** (d * rate) if d < 0.0 else 1.0)
             if prows[i]:
                 ptf, pto, ps, pf, pbeta, prate = table[k + i][: RATE + 1]
-                pfade = 2.0 ** (min(ptf - now, 0.0) * inv_hl)
-                s, f = s + pw * ps * pfade, f + pw * pf * pfade
-                avail = up * (up0 - pbeta * 2.0 ** (min(pto - now, 0.0) * prate))
+                d = ptf - now
+                pfade = 2.0 ** (d * inv_hl) if d < 0.0 else 1.0
+                s, f = s * fade + pw * ps * pfade, f * fade + pw * pf * pfade
+                d = pto - now
+                avail = up * (up0 - pbeta * (2.0 ** (d * prate) if d < 0.0 else 1.0))
             else:
+                s, f = s * fade, f * fade
                 avail = up * up0
             total = s + f
             rel = (s + n0 * m0[i]) / (total + n0)
             if blocked > now:
                 avail = 0.0
             if contextual:
-                rel = min(max(rel + corr[i] * fade, 0.0), 1.0)
-                bonus = alpha * math.sqrt(max((quad[i] - fresh) * fade + fresh, 0.0))
+                rel += corr[i] * fade
+                rel = 0.0 if rel < 0.0 else (1.0 if rel > 1.0 else rel)
+                q = (quad[i] - fresh) * fade + fresh
+                bonus = alpha * math.sqrt(q if q > 0.0 else 0.0)
             else:
                 bonus = alpha / math.sqrt(n0 + total)
             rel_out[i], avail_out[i] = rel, avail
-            bandit_out[i] = b = min(rel * avail * self._avail_norm + bonus, 1.0)
+            b = rel * avail * norm + bonus
+            bandit_out[i] = b = 1.0 if b > 1.0 else b
             if util:
-                util_out[i] = util * math.log(max(b, _FLOOR))
+                util_out[i] = util * math.log(b if b > _FLOOR else _FLOOR)
         bandit, avail_arr = np.array(bandit_out), np.array(avail_out)
         if util:  # expected utility replaces the soft term and the gate
             scores = self.w1 * candidates.semantic + self.w3 * prior + np.array(util_out)
