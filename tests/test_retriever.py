@@ -300,6 +300,24 @@ def test_reopen_with_another_encoder_is_refused(tmp_path):
         Retriever.open(db, encoder=HashEncoder(32))
 
 
+def test_open_and_search_while_another_process_holds_the_write_lock(tmp_path, clock):
+    import sqlite3
+
+    db = tmp_path / "busy.db"
+    with Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(64), clock=clock) as r:
+        r.feedback("mail.a", "success")
+    blocker = sqlite3.connect(db, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # e.g. a `rated feedback` in the middle of its transaction
+    try:
+        with Retriever.open(db, encoder=HashEncoder(64), clock=clock, busy_timeout=0.2) as r:
+            assert set(ids(r.retrieve(QUERY, k=2))) == {"mail.a", "mail.b"}
+            assert r.health("mail.a").stats.successes == 1
+            assert [o.outcome for o in r.outcomes()] == ["success"]
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+
+
 def test_index_into_existing_db_needs_overwrite(tmp_path):
     db = tmp_path / "o.db"
     with Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(16)) as r:

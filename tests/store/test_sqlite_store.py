@@ -143,3 +143,72 @@ def test_wal_mode_and_durability_setting(tmp_path):
     assert store._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert store._conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
     store.close()
+
+
+def _filled(path):
+    """A small complete rated database at ``path`` (one tool, a config, a state and one outcome)."""
+    with SQLiteStore(path) as s:
+        s.put_tools(["a"], ['{"id": "a"}'], np.ones((1, 3), np.float32), np.array([0.5]))
+        s.set_meta({"k": 1})
+        s.update_states(["a"], lambda cur: {"a": b"1"}, OutcomeRecord(1.0, "a", "success"))
+
+
+@pytest.mark.parametrize("create", [False, True])
+def test_opening_an_existing_database_waits_for_no_writer(tmp_path, create):
+    path = tmp_path / "r.db"
+    _filled(path)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another process in the middle of a write
+    blocker.execute("INSERT INTO outcomes (time, tool_id, outcome) VALUES (2.0, 'a', 'tool_error')")
+    try:
+        start = time.monotonic()
+        store = SQLiteStore(path, create=create, busy_timeout=0.2)
+        assert store.get_meta() == {"k": 1}
+        assert store.load_catalog().ids == ("a",)
+        assert store.load_states() == {"a": b"1"}
+        assert [r.outcome for r in store.outcomes()] == ["success"]  # the open write is not visible yet
+        assert set(store.outcome_stats()) == {"a"}
+        store.version()
+        assert time.monotonic() - start < 0.15  # never waited for the lock
+        store.close()
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+
+
+def test_a_refused_file_is_left_as_it_was(tmp_path):
+    other = tmp_path / "other.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE people (name TEXT)")
+    conn.execute("INSERT INTO people VALUES ('ada')")
+    conn.commit()
+    conn.close()
+    before, mtime = other.read_bytes(), other.stat().st_mtime_ns
+    for create in (True, False):
+        with pytest.raises(IndexFormatError, match=r"other\.db: an SQLite file, but not a rated database$"):
+            SQLiteStore(other, create=create)
+    assert other.read_bytes() == before and other.stat().st_mtime_ns == mtime
+    conn = sqlite3.connect(other)
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+    conn.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.db"]  # no -wal / -shm left behind
+
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    with pytest.raises(StoreError, match=r"empty\.db: empty database \(create one with `rated index`\)"):
+        SQLiteStore(empty, create=False)
+    assert empty.stat().st_size == 0
+
+
+def test_a_rated_database_of_another_version_is_left_as_it_was(tmp_path):
+    path = tmp_path / "old.db"
+    _filled(path)
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.execute("UPDATE meta SET value = '999' WHERE key = 'format_version'")
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(IndexFormatError, match="version 999"):
+        SQLiteStore(path, create=False)
+    assert path.read_bytes() == before

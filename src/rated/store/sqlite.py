@@ -55,6 +55,8 @@ CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NU
 INSERT OR IGNORE INTO counters (name, value) VALUES ('state_seq', 0), ('catalog_version', 0);
 """
 
+# every table and index _SCHEMA creates: a database holding all of them needs no schema transaction
+_SCHEMA_NAMES = frozenset(m.split()[0] for m in _SCHEMA.split("IF NOT EXISTS ")[1:])
 _TOOL_TABLES = (("tools", "id"), ("embeddings", "id"), ("prior", "id"), ("policy_state", "key"))
 _DURABILITY = {"full": "FULL", "normal": "NORMAL"}
 
@@ -95,29 +97,46 @@ class SQLiteStore:
 
     # ---- connection plumbing -----------------------------------------------------------------------
     def _setup(self, create: bool) -> None:
+        """Check the file is a rated database (or may become one) before changing anything in it, then
+        switch to WAL and, only where the schema is missing or incomplete, create it under the write lock:
+        opening a complete database takes no lock, so readers never wait for another process's writer."""
         with self._errors():
-            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise StoreError(f"{self.path}: cannot switch the database to WAL mode (got {mode!r})")
-            self._conn.execute(f"PRAGMA synchronous={_DURABILITY[self.durability]}")
-            tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            if tables and "meta" not in tables:
+            names = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master")}
+            if names and "meta" not in names:
                 raise IndexFormatError(f"{self.path}: an SQLite file, but not a rated database")
-            if not tables and not create:
+            if not names and not create:
                 raise StoreError(f"{self.path}: empty database (create one with `rated index`)")
+            found = self._format_version() if names else None
+            if found is not None:
+                self._check_format(found)
+            mode = self._conn.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise StoreError(f"{self.path}: cannot switch the database to WAL mode (got {mode!r})")
+            self._conn.execute(f"PRAGMA synchronous={_DURABILITY[self.durability]}")
+            if found is not None and _SCHEMA_NAMES <= names:
+                return  # complete and of our version: nothing to write
             with self._write():
                 for stmt in filter(str.strip, _SCHEMA.split(";")):
                     self._conn.execute(stmt)
-                row = self._conn.execute("SELECT value FROM meta WHERE key='format_version'").fetchone()
-                if row is None:
+                found = self._format_version()
+                if found is None:
                     self._conn.execute(
                         "INSERT INTO meta (key, value) VALUES ('format_version', ?)", (str(FORMAT_VERSION),)
                     )
-                elif row[0] != str(FORMAT_VERSION):
-                    raise IndexFormatError(
-                        f"{self.path}: store format version {row[0]}, "
-                        f"this rated reads version {FORMAT_VERSION}"
-                    )
+                else:
+                    self._check_format(found)
+
+    def _format_version(self) -> str | None:
+        row = self._conn.execute("SELECT value FROM meta WHERE key='format_version'").fetchone()
+        return None if row is None else str(row[0])
+
+    def _check_format(self, found: str) -> None:
+        if found != str(FORMAT_VERSION):
+            raise IndexFormatError(
+                f"{self.path}: store format version {found}, this rated reads version {FORMAT_VERSION}"
+            )
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
