@@ -328,6 +328,30 @@ def test_index_into_existing_db_needs_overwrite(tmp_path):
         assert len(r) == 3 and r.store.load_states() == {}
 
 
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_an_index_created_by_another_writer_meanwhile_is_not_overwritten(tmp_path, monkeypatch, backend):
+    """Two `rated index CAT --db new.db` at once: the second to write fails instead of replacing the first."""
+    from rated import retriever_setup
+    from rated.store.memory import MemoryStore
+
+    db = MemoryStore() if backend == "memory" else tmp_path / "race.db"
+    encode = retriever_setup.encode_tools
+    raced = []
+
+    def encode_while_another_writer_indexes(encoder, tools, progress):
+        if not raced:  # after our "is it empty?" check, before our write: the other writer finishes
+            raced.append(True)
+            Retriever.from_catalog(catalog()[:2], db=db, encoder=HashEncoder(16)).store.close()
+        return encode(encoder, tools, progress)
+
+    monkeypatch.setattr(retriever_setup, "encode_tools", encode_while_another_writer_indexes)
+    with pytest.raises(ConfigError, match="already holds an index; replace it with `rated index --force`"):
+        Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(16))
+    assert raced
+    with Retriever.open(db, encoder=HashEncoder(16)) as r:
+        assert [t.tool.id for t in r.tools()] == ["mail.a", "mail.b"]  # the first writer's index stands
+
+
 def test_policy_and_its_parameters_are_persisted(tmp_path):
     db = tmp_path / "pp.db"
     Retriever.from_catalog(

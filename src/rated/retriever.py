@@ -51,7 +51,7 @@ from rated.index.ids import check_known_ids
 from rated.index.semantic import SemanticIndex
 from rated.outcome import Outcome, OutcomeKind
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking, all_finite
-from rated.store.base import OutcomeRecord, OutcomeStats, Store
+from rated.store.base import IndexExistsError, OutcomeRecord, OutcomeStats, Store
 from rated.store.codec import decode_state, encode_state
 from rated.store.meta import EncoderIdentity, IndexMeta
 from rated.store.open import open_store
@@ -136,12 +136,8 @@ class Retriever:
 
         store = open_store(db, create=True, **store_options)
         with setup.closing_on_error(store, db):
-            if store.get_meta() or store.load_catalog().ids:
-                if not overwrite:
-                    raise ConfigError(
-                        f"{setup.describe_db(db)} already holds an index; replace it with `rated index "
-                        "--force` (overwrite=True), or open it with Retriever.open"
-                    )
+            if not overwrite and (store.get_meta() or store.load_catalog().ids):
+                raise _index_exists(db)
             # encode first, then swap in one change: an interrupted rebuild leaves the old index in place
             embeddings = setup.encode_tools(encoder, tools, progress)
             prior = compute_prior(tools, encoder, progress=progress)
@@ -155,7 +151,12 @@ class Retriever:
                 prior_stats=prior.stats.to_dict(),
                 rated_version=setup.rated_version(),
             )
-            setup.replace_catalog(store, tools, embeddings, prior, meta.to_dict())
+            try:  # re-checked inside the write: another writer may have built an index while we encoded
+                setup.replace_catalog(
+                    store, tools, embeddings, prior, meta.to_dict(), expect_empty=not overwrite
+                )
+            except IndexExistsError:
+                raise _index_exists(db) from None
             return cls(store, encoder, policy, meta, clock=clock, query_cache=query_cache)
 
     @classmethod
@@ -566,6 +567,13 @@ class Retriever:
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
+def _index_exists(db: object) -> ConfigError:
+    return ConfigError(
+        f"{setup.describe_db(db)} already holds an index; replace it with `rated index --force` "
+        "(overwrite=True), or open it with Retriever.open"
+    )
+
+
 def _positive_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")

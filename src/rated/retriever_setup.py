@@ -82,9 +82,12 @@ def replace_catalog(
     embeddings: np.ndarray,
     prior: PriorResult,
     meta: Mapping[str, Any],
+    *,
+    expect_empty: bool = False,
 ) -> int:
-    """Swap the stored index for ``tools`` and ``meta`` in one change: a failed rebuild loses nothing."""
-    return store.replace_catalog(*_tool_rows(tools, embeddings, prior), meta)
+    """Swap the stored index for ``tools`` and ``meta`` in one change: a failed rebuild loses nothing.
+    ``expect_empty``: refuse (``IndexExistsError``) if another writer has built an index there meanwhile."""
+    return store.replace_catalog(*_tool_rows(tools, embeddings, prior), meta, expect_empty=expect_empty)
 
 
 def _tool_rows(tools: Sequence[Tool], embeddings: np.ndarray, prior: PriorResult) -> tuple:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rated.errors import ConfigError
-from rated.store.base import OutcomeRecord, Store
+from rated.store.base import IndexExistsError, OutcomeRecord, Store
 from rated.store.memory import MemoryStore
 from rated.store.sqlite import SQLiteStore
 
@@ -190,6 +190,30 @@ def test_a_rejected_replacement_keeps_the_old_index(store):
     with pytest.raises(ConfigError, match="same length"):
         store.replace_catalog(["c", "d"], ['{"id": "c"}'], np.ones((2, 3), np.float32), np.ones(2), None, {})
     assert store.load_catalog().ids == ("a", "b") and store.get_meta() == {"k": 1}
+
+
+@pytest.mark.parametrize("existing", ["tools", "meta"])
+def test_replace_catalog_expecting_an_empty_store_refuses_an_existing_index(store, existing):
+    def replace(ids):
+        emb = np.ones((len(ids), 3), np.float32)
+        recs = [f'{{"id": "{i}"}}' for i in ids]
+        return store.replace_catalog(
+            ids, recs, emb, np.ones(len(ids)), None, {"k": ids[0]}, expect_empty=True
+        )
+
+    if existing == "tools":
+        _put(store, ["a", "b"])
+    else:
+        store.set_meta({"k": "a"})
+    before = (store.load_catalog().ids, store.get_meta(), store.catalog_version())
+    with pytest.raises(IndexExistsError, match="already holds an index"):
+        replace(["x"])
+    assert (store.load_catalog().ids, store.get_meta(), store.catalog_version()) == before
+    store.clear()
+    replace(["x"])  # empty again: accepted
+    assert store.load_catalog().ids == ("x",) and store.get_meta() == {"k": "x"}
+    with pytest.raises(IndexExistsError):
+        replace(["y"])
 
 
 def test_redis_store_names_the_extra_when_the_client_is_missing(monkeypatch):

@@ -1,6 +1,14 @@
 """State persistence: SQLite (embedded default), Redis (many replicas), memory (tests)."""
 
-from rated.store.base import CatalogStore, OutcomeRecord, OutcomeStats, StateStore, Store, StoredCatalog
+from rated.store.base import (
+    CatalogStore,
+    IndexExistsError,
+    OutcomeRecord,
+    OutcomeStats,
+    StateStore,
+    Store,
+    StoredCatalog,
+)
 from rated.store.memory import MemoryStore
 from rated.store.open import open_store
 from rated.store.redis import RedisStore
@@ -8,6 +16,7 @@ from rated.store.sqlite import SQLiteStore
 
 __all__ = [
     "CatalogStore",
+    "IndexExistsError",
     "MemoryStore",
     "OutcomeRecord",
     "OutcomeStats",

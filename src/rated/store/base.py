@@ -13,9 +13,23 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["CatalogStore", "OutcomeRecord", "OutcomeStats", "StateStore", "Store", "StoredCatalog"]
+from rated.errors import ConfigError
+
+__all__ = [
+    "CatalogStore",
+    "IndexExistsError",
+    "OutcomeRecord",
+    "OutcomeStats",
+    "StateStore",
+    "Store",
+    "StoredCatalog",
+]
 
 FORMAT_VERSION = 1  # bump when the layout of a store changes; stores refuse other versions
+
+
+class IndexExistsError(ConfigError):
+    """``replace_catalog(..., expect_empty=True)`` found an index there already (another writer built one)."""
 
 
 @dataclass(frozen=True)
@@ -126,9 +140,15 @@ class CatalogStore(Protocol):
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None,
         meta: Mapping[str, Any],
+        *,
+        expect_empty: bool = False,
     ) -> int:
         """``clear`` + ``put_tools`` + ``set_meta`` as one change (a rebuilt index): readers see the old
-        index or the new one, never none, and a failure leaves the old one in place. Returns the version."""
+        index or the new one, never none, and a failure leaves the old one in place. Returns the version.
+
+        ``expect_empty``: raise ``IndexExistsError`` (and change nothing) when the store already holds an
+        index (a non-empty config or any tool), checked inside the change, so that of two writers creating
+        an index at once the second fails instead of silently replacing the first's."""
         ...
 
     def catalog_version(self) -> int:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from rated.store.base import OutcomeRecord, OutcomeStats, StoredCatalog
+from rated.store.base import IndexExistsError, OutcomeRecord, OutcomeStats, StoredCatalog
 from rated.store.rows import check_tool_rows, empty_catalog_dim
 from rated.store.stats import recent_outcomes, summarise_outcomes
 
@@ -109,9 +109,13 @@ class MemoryStore:
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None,
         meta: Mapping[str, Any],
+        *,
+        expect_empty: bool = False,
     ) -> int:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)  # before any drop
         with self._lock:  # one change for other threads
+            if expect_empty and (self._meta or self._tools):
+                raise IndexExistsError("the in-memory store already holds an index")
             self._drop_all()
             self._meta = dict(meta)
             self._put_rows(ids, records, emb, prior, details)

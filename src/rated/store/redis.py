@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
-from rated.store.base import FORMAT_VERSION, OutcomeRecord, OutcomeStats, StoredCatalog
+from rated.store.base import FORMAT_VERSION, IndexExistsError, OutcomeRecord, OutcomeStats, StoredCatalog
 from rated.store.rows import check_tool_rows, empty_catalog_dim
 from rated.store.stats import recent_outcomes, summarise_outcomes
 
@@ -213,10 +213,17 @@ class RedisStore:
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None,
         meta: Mapping[str, Any],
+        *,
+        expect_empty: bool = False,
     ) -> int:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
+        watched = [self._k("changes")] + ([self._k("order"), self._k("meta")] if expect_empty else [])
 
         def body(pipe: Any) -> int:
+            if expect_empty and (
+                pipe.zcard(self._k("order")) or pipe.get(self._k("meta")) not in (None, b"{}")
+            ):
+                raise IndexExistsError(f"{self.url} ({self.namespace}) already holds an index")
             names = pipe.zrange(self._k("changes"), 0, -1)
             pipe.multi()  # one MULTI/EXEC: replicas see the old index or the new one
             pipe.delete(*(self._k(n) for n in ("order", "tools", "emb", "prior", "meta", "changes")))
@@ -229,7 +236,7 @@ class RedisStore:
             pipe.incr(self._k("catver"))
             return int(pipe.execute()[-1])
 
-        return int(self._optimistic([self._k("changes")], body))
+        return int(self._optimistic(watched, body))
 
     def _queue_tool(
         self, pipe: Any, tool_id: str, record: str, emb: np.ndarray, prior: float, detail: Mapping[str, Any]

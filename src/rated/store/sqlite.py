@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
-from rated.store.base import FORMAT_VERSION, OutcomeRecord, OutcomeStats, StoredCatalog
+from rated.store.base import FORMAT_VERSION, IndexExistsError, OutcomeRecord, OutcomeStats, StoredCatalog
 from rated.store.rows import check_tool_rows, empty_catalog_dim
 from rated.store.stats import outcome_slot
 
@@ -226,10 +226,20 @@ class SQLiteStore:
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None,
         meta: Mapping[str, Any],
+        *,
+        expect_empty: bool = False,
     ) -> int:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
         text = json.dumps(dict(meta), sort_keys=True)
         with self._write() as conn:  # one transaction: the old index stays until the new one is complete
+            if (
+                expect_empty
+                and conn.execute(
+                    "SELECT EXISTS (SELECT 1 FROM tools) OR EXISTS "
+                    "(SELECT 1 FROM meta WHERE key = 'config' AND value != '{}')"
+                ).fetchone()[0]
+            ):
+                raise IndexExistsError(f"{self.path} already holds an index")
             for table, _ in _TOOL_TABLES:
                 conn.execute(f"DELETE FROM {table}")
             conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('config', ?)", (text,))
