@@ -564,3 +564,18 @@ def test_the_index_is_built_on_first_search_only(clock, tmp_path, monkeypatch):
     first = r.retrieve(QUERY)
     assert r.retrieve(QUERY) == first and builds == [1]
     r.close()
+
+
+def test_reopening_damaged_settings_is_an_index_format_error(tmp_path):
+    import sqlite3
+
+    from rated.errors import IndexFormatError
+
+    db = tmp_path / "d.db"
+    Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(16)).close()
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE meta SET value = '{oops' WHERE key = 'config'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(IndexFormatError, match=r"d\.db: damaged index settings"):
+        Retriever.open(db, encoder=HashEncoder(16))

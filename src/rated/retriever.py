@@ -482,7 +482,8 @@ class Retriever:
         searched (nothing is re-encoded), so ``feedback`` and ``tools`` never pay for fitting it."""
         version = self._store.catalog_version()
         stored = self._store.load_catalog()
-        tools = [setup.parse_record(r, i) for i, r in zip(stored.ids, stored.records, strict=True)]
+        where = setup.describe_db(self._store)
+        tools = [setup.parse_record(r, i, where) for i, r in zip(stored.ids, stored.records, strict=True)]
         self._index: SemanticIndex | None = None
         self._unindexed: tuple[list[Tool], np.ndarray] | None = (tools, stored.embeddings)
         self._set_pool(tools, dict(zip(stored.ids, stored.prior.tolist(), strict=True)))

@@ -62,13 +62,13 @@ def as_tools(source: str | Path | Sequence[Tool | Mapping[str, Any]]) -> list[To
     return load_catalog([t.model_dump(mode="json") if isinstance(t, Tool) else t for t in items])
 
 
-def parse_record(record: str, tool_id: str) -> Tool:
+def parse_record(record: str, tool_id: str, where: str = "store") -> Tool:
     from rated.errors import IndexFormatError
 
     try:
         return Tool.model_validate_json(record)
     except ValidationError as exc:
-        raise IndexFormatError(f"stored record of tool {tool_id!r} is invalid: {exc}") from None
+        raise IndexFormatError(f"{where}: stored record of tool {tool_id!r} is invalid: {exc}") from None
 
 
 def put_tools(store: Store, tools: Sequence[Tool], embeddings: np.ndarray, prior: PriorResult) -> int:

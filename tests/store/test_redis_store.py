@@ -94,3 +94,37 @@ def test_retrievers_share_catalog_and_health_through_redis(redis_url):
     with Retriever.open(db, clock=now) as c:
         assert [(h.id, h.score) for h in c.retrieve("send an email", k=4)] == ranking
         assert [r.outcome for r in c.outcomes()] == ["tool_error"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "match", "read"),
+    [
+        ("meta", b"{oops", r"damaged index settings: not valid JSON", "meta"),
+        ("prior", b"nope", r"damaged prior for tool 'a': not valid JSON", "catalog"),
+        ("prior", b"[0.5]", r"damaged prior for tool 'a'", "catalog"),
+        ("emb", b"\x00\x00", r"incomplete record for tool 'a'", "catalog"),
+        ("log", b"junk", r"damaged outcome log entry", "log"),
+    ],
+)
+def test_damaged_stored_data_is_an_index_format_error_naming_the_url(redis_url, key, value, match, read):
+    import redis
+
+    from rated.store.redis import RedisStore
+
+    ns = f"d{uuid.uuid4().hex[:8]}"
+    store = RedisStore(redis_url, namespace=ns)
+    store.put_tools(["a"], ['{"id": "a"}'], np.ones((1, 3), np.float32), np.array([0.5]))
+    store.set_meta({"k": 1})
+    store.update_states(["a"], lambda cur: {"a": b"1"}, OutcomeRecord(1.0, "a", "success"))
+    raw = redis.Redis.from_url(redis_url)
+    if key == "meta":
+        raw.set(f"{ns}:meta", value)
+    elif key == "log":
+        raw.rpush(f"{ns}:log", value)
+    else:
+        raw.hset(f"{ns}:{key}", "a", value)
+    raw.close()
+    read_it = {"meta": store.get_meta, "catalog": store.load_catalog, "log": store.outcomes}[read]
+    with pytest.raises(IndexFormatError, match=rf"{redis_url} \({ns}\): {match}"):
+        read_it()
+    store.close()

@@ -212,3 +212,43 @@ def test_a_rated_database_of_another_version_is_left_as_it_was(tmp_path):
     with pytest.raises(IndexFormatError, match="version 999"):
         SQLiteStore(path, create=False)
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("sql", "match", "read"),
+    [
+        (
+            "UPDATE meta SET value = '{oops' WHERE key = 'config'",
+            r"damaged index settings: not valid JSON",
+            "meta",
+        ),
+        (
+            "UPDATE meta SET value = '[1, 2]' WHERE key = 'config'",
+            r"damaged index settings: a JSON list",
+            "meta",
+        ),
+        ("UPDATE prior SET detail = 'nope'", r"damaged prior detail for tool 'a': not valid JSON", "catalog"),
+        ("UPDATE prior SET r_static = 'high'", r"damaged prior for tool 'a'", "catalog"),
+        (
+            "UPDATE embeddings SET vector = x'0000'",
+            r"damaged embedding for tool 'a' \(2 bytes, expected 12",
+            "catalog",
+        ),
+        (
+            "UPDATE embeddings SET vector = zeroblob(40)",
+            r"damaged embedding for tool 'a' \(40 bytes",
+            "catalog",
+        ),
+    ],
+)
+def test_damaged_stored_data_is_an_index_format_error_naming_the_file(tmp_path, sql, match, read):
+    path = tmp_path / "damaged.db"
+    _filled(path)
+    conn = sqlite3.connect(path)
+    conn.execute(sql)
+    conn.commit()
+    conn.close()
+    store = SQLiteStore(path, create=False)
+    with pytest.raises(IndexFormatError, match=rf"damaged\.db: {match}"):
+        store.get_meta() if read == "meta" else store.load_catalog()
+    store.close()

@@ -24,7 +24,7 @@ import numpy as np
 
 from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
 from rated.store.base import FORMAT_VERSION, IndexExistsError, OutcomeRecord, OutcomeStats, StoredCatalog
-from rated.store.rows import check_tool_rows, empty_catalog_dim
+from rated.store.rows import check_tool_rows, decode_json, decode_meta, decode_vector, empty_catalog_dim
 from rated.store.stats import recent_outcomes, summarise_outcomes
 
 __all__ = ["RedisStore"]
@@ -87,6 +87,11 @@ class RedisStore:
             raise StoreError(f"{url}: {exc}") from None
 
     @property
+    def _where(self) -> str:
+        """How errors name this store: URL and namespace."""
+        return f"{self.url} ({self.namespace})"
+
+    @property
     def _fixed_keys(self) -> list[str]:
         return [self._k("seq"), self._k("changes"), self._k("log")]
 
@@ -123,7 +128,7 @@ class RedisStore:
     # ---- meta and catalog --------------------------------------------------------------------------
     def get_meta(self) -> dict[str, Any]:
         raw = self._call(lambda: self._r.get(self._k("meta")))
-        return json.loads(raw) if raw else {}
+        return decode_meta(raw, self._where)
 
     def set_meta(self, meta: Mapping[str, Any]) -> None:
         self._call(lambda: self._r.set(self._k("meta"), json.dumps(dict(meta), sort_keys=True)))
@@ -138,18 +143,27 @@ class RedisStore:
 
         order, tools, emb, prior = self._call(read)
         ids = tuple(i.decode() for i in order)
-        dim = len(emb[order[0]]) // 4 if ids else empty_catalog_dim(self.get_meta())
+        dim = len(emb.get(order[0], b"")) // 4 if ids else empty_catalog_dim(self.get_meta())
         matrix = np.empty((len(ids), dim), dtype=np.float32)
         priors = np.empty(len(ids), dtype=np.float32)
         details = []
         for i, raw_id in enumerate(order):
             vec = emb.get(raw_id)
             if vec is None or len(vec) != 4 * dim or raw_id not in tools or raw_id not in prior:
-                raise IndexFormatError(f"{self.url}: incomplete record for tool {raw_id.decode()!r}")
-            matrix[i] = np.frombuffer(vec, dtype="<f4")
-            r_static, detail = json.loads(prior[raw_id])
-            priors[i] = r_static
-            details.append(detail)
+                raise IndexFormatError(f"{self._where}: incomplete record for tool {raw_id.decode()!r}")
+            tool_id = raw_id.decode()
+            matrix[i] = decode_vector(vec, dim, self._where, tool_id)
+            entry = decode_json(prior[raw_id], self._where, f"prior for tool {tool_id!r}")
+            if (
+                not isinstance(entry, list)
+                or len(entry) != 2
+                or isinstance(entry[0], bool)
+                or not isinstance(entry[0], (int, float))
+                or not isinstance(entry[1], dict)
+            ):
+                raise IndexFormatError(f"{self._where}: damaged prior for tool {tool_id!r}")
+            priors[i] = entry[0]
+            details.append(entry[1])
         return StoredCatalog(ids, tuple(tools[i].decode() for i in order), matrix, priors, tuple(details))
 
     def put_tools(
@@ -307,7 +321,13 @@ class RedisStore:
     def _log(self, start: int = 0) -> list[OutcomeRecord]:
         """The outcome log from index ``start`` (negative: that many from the end), oldest first."""
         raw = self._call(lambda: self._r.lrange(self._k("log"), start, -1))
-        return [OutcomeRecord(*json.loads(r)) for r in raw]
+        return [self._log_record(r) for r in raw]
+
+    def _log_record(self, raw: bytes) -> OutcomeRecord:
+        fields = decode_json(raw, self._where, "outcome log entry")
+        if not isinstance(fields, list) or not 3 <= len(fields) <= 5:
+            raise IndexFormatError(f"{self._where}: damaged outcome log entry {raw[:80]!r}")
+        return OutcomeRecord(*fields)
 
     def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:
         """The most recent ``limit`` records (all when None), oldest first."""

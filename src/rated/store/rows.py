@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from rated.errors import ConfigError
+from rated.errors import ConfigError, IndexFormatError
 
-__all__ = ["check_tool_rows", "empty_catalog_dim"]
+__all__ = ["check_tool_rows", "decode_json", "decode_meta", "decode_vector", "empty_catalog_dim"]
 
 
 def check_tool_rows(
@@ -31,3 +32,33 @@ def check_tool_rows(
 def empty_catalog_dim(meta: Mapping[str, Any]) -> int:
     """The embedding size of a catalog with no tools yet: the saved encoder's, else 0."""
     return int(meta.get("encoder", {}).get("dim", 0))
+
+
+def decode_json(raw: str | bytes, where: str, what: str) -> Any:
+    """Stored JSON, or ``IndexFormatError`` naming the store and the damaged item (not a JSONDecodeError)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, TypeError) as exc:  # JSONDecodeError, bad UTF-8, a non-text value
+        raise IndexFormatError(f"{where}: damaged {what}: not valid JSON ({exc})") from None
+
+
+def decode_meta(raw: str | bytes | None, where: str) -> dict[str, Any]:
+    """The saved index settings: a JSON object ({} when none were saved)."""
+    if not raw:
+        return {}
+    meta = decode_json(raw, where, "index settings")
+    if not isinstance(meta, dict):
+        raise IndexFormatError(
+            f"{where}: damaged index settings: a JSON {type(meta).__name__}, not an object"
+        )
+    return meta
+
+
+def decode_vector(raw: bytes, dim: int, where: str, tool_id: str) -> np.ndarray:
+    """One stored float32 embedding of ``dim`` values."""
+    if not isinstance(raw, bytes) or len(raw) != 4 * dim:
+        size = f"{len(raw)} bytes" if isinstance(raw, bytes) else f"a {type(raw).__name__}"
+        raise IndexFormatError(
+            f"{where}: damaged embedding for tool {tool_id!r} ({size}, expected {4 * dim} bytes)"
+        )
+    return np.frombuffer(raw, dtype="<f4")

@@ -33,7 +33,7 @@ import numpy as np
 
 from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
 from rated.store.base import FORMAT_VERSION, IndexExistsError, OutcomeRecord, OutcomeStats, StoredCatalog
-from rated.store.rows import check_tool_rows, empty_catalog_dim
+from rated.store.rows import check_tool_rows, decode_json, decode_meta, decode_vector, empty_catalog_dim
 from rated.store.stats import outcome_slot
 
 __all__ = ["SQLiteStore"]
@@ -173,7 +173,7 @@ class SQLiteStore:
     # ---- meta and catalog --------------------------------------------------------------------------
     def get_meta(self) -> dict[str, Any]:
         rows = self._read("SELECT value FROM meta WHERE key='config'")
-        return json.loads(rows[0][0]) if rows else {}
+        return decode_meta(rows[0][0] if rows else None, str(self.path))
 
     def set_meta(self, meta: Mapping[str, Any]) -> None:
         text = json.dumps(dict(meta), sort_keys=True)
@@ -194,15 +194,20 @@ class SQLiteStore:
         if len(dims) > 1:
             raise IndexFormatError(f"{self.path}: embeddings of different sizes {sorted(dims)}")
         dim = dims.pop() if dims else empty_catalog_dim(self.get_meta())
+        where = str(self.path)
         emb = np.empty((len(rows), dim), dtype=np.float32)
-        for i, r in enumerate(rows):
-            emb[i] = np.frombuffer(r[3], dtype="<f4", count=dim)
+        prior = np.empty(len(rows), dtype=np.float32)
+        details = []
+        for i, (tool_id, _, _, vector, r_static, detail) in enumerate(rows):
+            emb[i] = decode_vector(vector, dim, where, tool_id)
+            prior[i], d = _prior_row(r_static, detail, where, tool_id)
+            details.append(d)
         return StoredCatalog(
             ids=tuple(r[0] for r in rows),
             records=tuple(r[1] for r in rows),
             embeddings=emb,
-            prior=np.array([r[4] for r in rows], dtype=np.float32),
-            prior_detail=tuple(json.loads(r[5]) for r in rows),
+            prior=prior,
+            prior_detail=tuple(details),
         )
 
     def put_tools(
@@ -405,3 +410,11 @@ class SQLiteStore:
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r}, durability={self.durability!r})"
+
+
+def _prior_row(r_static: Any, detail: str, where: str, tool_id: str) -> tuple[float, dict[str, Any]]:
+    """One tool's stored prior: a number and a JSON object of its components."""
+    d = decode_json(detail, where, f"prior detail for tool {tool_id!r}")
+    if isinstance(r_static, bool) or not isinstance(r_static, (int, float)) or not isinstance(d, dict):
+        raise IndexFormatError(f"{where}: damaged prior for tool {tool_id!r}")
+    return float(r_static), d
