@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import re
 import time
 import uuid
 
@@ -128,3 +129,21 @@ def test_damaged_stored_data_is_an_index_format_error_naming_the_url(redis_url, 
     with pytest.raises(IndexFormatError, match=rf"{redis_url} \({ns}\): {match}"):
         read_it()
     store.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://localhost:abc/0",
+        "redis://[::1/0",
+        "redis://localhost:99999/0",
+        "redis://h/0?socket_timeout=x",
+    ],
+)
+def test_malformed_url_is_a_config_error(url):
+    pytest.importorskip("redis")
+    from rated.errors import ConfigError
+    from rated.store.open import open_store
+
+    with pytest.raises(ConfigError, match=rf"^invalid Redis URL '{re.escape(url)}': "):
+        open_store(url)

@@ -70,8 +70,13 @@ class RedisStore:
         self.url = url
         self.namespace = namespace
         self.busy_timeout = float(busy_timeout)
+        if client is None:
+            try:
+                client = redis.Redis.from_url(url, decode_responses=False)
+            except ValueError as exc:  # bad port, bracket, database number or query option
+                raise ConfigError(f"invalid Redis URL {url!r}: {exc}") from None
         try:
-            self._r = client if client is not None else redis.Redis.from_url(url, decode_responses=False)
+            self._r = client
             found = self._r.get(self._k("format"))
             if found is None:
                 if not create:
