@@ -203,6 +203,20 @@ def test_bad_feedback_input(retriever):
     assert retriever.outcomes(limit=None) == []  # nothing half-recorded
 
 
+@pytest.mark.parametrize("limit", ["x", -1, 2.5, True, [3]])
+def test_bad_outcomes_limit_raises_config_error(retriever, limit):
+    with pytest.raises(ConfigError, match=r"^limit must be None or an integer >= 0, got "):
+        retriever.outcomes(limit=limit)
+
+
+def test_outcomes_limit(retriever):
+    for outcome in ("success", "tool_error", "timeout"):
+        retriever.feedback("weather", outcome)
+    assert [r.outcome for r in retriever.outcomes(limit=2)] == ["tool_error", "timeout"]
+    assert retriever.outcomes(limit=0) == []
+    assert len(retriever.outcomes(limit=None)) == 3
+
+
 def test_bad_construction_options(tmp_path):
     enc = HashEncoder(16)
     with pytest.raises(ConfigError, match="unknown Retriever option"):

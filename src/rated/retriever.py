@@ -409,7 +409,11 @@ class Retriever:
             raise UnknownToolError(str(tool_id)) from None
 
     def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:
-        """The most recent outcome records (oldest first)."""
+        """The most recent ``limit`` outcome records (all when None), oldest first."""
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0
+        ):
+            raise ConfigError(f"limit must be None or an integer >= 0, got {limit!r}")
         if tool_id is not None:
             self.tool(tool_id)
         return self._store.outcomes(tool_id, limit)
