@@ -147,3 +147,28 @@ def test_malformed_url_is_a_config_error(url):
 
     with pytest.raises(ConfigError, match=rf"^invalid Redis URL '{re.escape(url)}': "):
         open_store(url)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:s3cret@localhost:abc/0", "redis://:***@localhost:abc/0"),
+        ("redis://bob:s3cret@[::1/0", "redis://***@[::1/0"),  # unparsable: all user info hidden
+    ],
+)
+def test_errors_never_show_the_password(url, shown):
+    pytest.importorskip("redis")
+    from rated.errors import ConfigError
+    from rated.store.open import open_store
+
+    with pytest.raises(ConfigError) as info:
+        open_store(url)
+    assert "s3cret" not in str(info.value) and shown in str(info.value)
+
+
+def test_store_names_itself_without_the_password():
+    from rated.store.redis import _redact
+
+    assert _redact("redis://bob:s3cret@host:6379/0") == "redis://bob:***@host:6379/0"
+    assert _redact("rediss://:pw@host/1") == "rediss://:***@host/1"
+    assert _redact("redis://host:6379/0") == "redis://host:6379/0"

@@ -19,6 +19,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -67,29 +68,29 @@ class RedisStore:
             raise ConfigError(f"busy_timeout must be > 0 seconds, got {busy_timeout!r}")
         redis = _import_redis()
         self._redis = redis
-        self.url = url
+        self.url = _redact(url)  # how messages name the store: never with its password
         self.namespace = namespace
         self.busy_timeout = float(busy_timeout)
         if client is None:
             try:
                 client = redis.Redis.from_url(url, decode_responses=False)
             except ValueError as exc:  # bad port, bracket, database number or query option
-                raise ConfigError(f"invalid Redis URL {url!r}: {exc}") from None
+                raise ConfigError(f"invalid Redis URL {self.url!r}: {exc}") from None
         try:
             self._r = client
             found = self._r.get(self._k("format"))
             if found is None:
                 if not create:
-                    raise StoreError(f"{url} ({namespace}): no rated database there (see `rated index`)")
+                    raise StoreError(f"{self._where}: no rated database there (see `rated index`)")
                 self._r.setnx(self._k("format"), str(FORMAT_VERSION))
             elif found.decode() != str(FORMAT_VERSION):
                 raise IndexFormatError(
-                    f"{url} ({namespace}): store format version {found.decode()}, "
+                    f"{self._where}: store format version {found.decode()}, "
                     f"this rated reads version {FORMAT_VERSION}"
                 )
             self._commit = self._r.register_script(_COMMIT)
         except redis.RedisError as exc:
-            raise StoreError(f"{url}: {exc}") from None
+            raise StoreError(f"{self.url}: {exc}") from None
 
     @property
     def _where(self) -> str:
@@ -356,3 +357,17 @@ class RedisStore:
 
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r}, namespace={self.namespace!r})"
+
+
+def _redact(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (error messages and logs must not leak it)."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        user = parts.username or ""
+        host = parts.netloc.rpartition("@")[2]
+        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    except ValueError:  # unparsable (e.g. an unclosed IPv6 bracket): hide any user info wholesale
+        scheme, sep, rest = url.partition("://")
+        return f"{scheme}{sep}***@{rest.rpartition('@')[2]}" if "@" in rest else url
