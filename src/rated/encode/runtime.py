@@ -115,7 +115,7 @@ class OpenVinoRunner:
         self._local = threading.local()
 
     def run(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
-        rows, width = ids.shape
+        width = ids.shape[1]
         padded = -(-width // PAD_MULTIPLE) * PAD_MULTIPLE
         if padded != width:  # padding id 0 with mask 0: ignored by attention and by the mean pooling
             ids = np.pad(ids, ((0, 0), (0, padded - width)))
