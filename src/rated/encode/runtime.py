@@ -1,7 +1,7 @@
 """What executes the encoder graph: onnxruntime (the default) or OpenVINO (the optional ``openvino`` extra).
 
 OpenVINO runs the same weights in bfloat16 on CPUs with bfloat16 matrix units (Intel AMX or AVX-512
-BF16). On such a CPU it encodes catalogs 1.5-2x as fast as onnxruntime's float path and long queries
+BF16). On such a CPU it encodes catalogs 1.5-2.8x as fast as onnxruntime's float path and long queries
 1.3-1.7x as fast (README, "Latency"), and its embeddings agree with the float reference to cosine >= 0.9999
 (``benchmarks/encode_throughput.py --backend openvino``), so it is the same model, not a cheaper one:
 same name, same fingerprint, indexes stay valid. It is opt-in (``RATED_ENCODER_BACKEND=openvino``, or
