@@ -15,6 +15,7 @@ OpenVINO compiles kernels per input shape, so inputs are padded (masked) to a mu
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -128,6 +129,7 @@ class OpenVinoRunner:
         return np.array(out, dtype=np.float32)  # a copy: the request reuses its output buffer
 
 
+@functools.cache  # the CPU's capabilities do not change; asking OpenVINO costs a Core each time
 def openvino_speeds_up() -> bool:
     """True when OpenVINO is installed and the CPU runs bfloat16 (where it beats onnxruntime's float)."""
     try:
