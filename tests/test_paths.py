@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -34,21 +34,15 @@ def test_permissions_follow_the_umask(tmp_path):
 
 
 def test_concurrent_writers_never_collide(tmp_path):
-    dest, errors = tmp_path / "shared.bin", []
+    dest = tmp_path / "shared.bin"
 
     def write(tag: int) -> None:
-        try:
-            for i in range(50):
-                with atomic_path(dest) as tmp:
-                    tmp.write_bytes(f"{tag}-{i}".encode() * 100)
-        except Exception as exc:  # pragma: no cover - the failure this test looks for
-            errors.append(exc)
+        for i in range(50):
+            with atomic_path(dest) as tmp:
+                tmp.write_bytes(f"{tag}-{i}".encode() * 100)
 
-    threads = [threading.Thread(target=write, args=(t,)) for t in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and os.listdir(tmp_path) == ["shared.bin"]
+    with ThreadPoolExecutor(4) as pool:  # map re-raises a worker's exception here
+        list(pool.map(write, range(4)))
+    assert os.listdir(tmp_path) == ["shared.bin"]
     content = dest.read_bytes()
     assert content == content[: len(content) // 100] * 100  # one writer's whole file, never a mix

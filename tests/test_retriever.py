@@ -441,28 +441,20 @@ def test_feedback_survives_kill_9_right_after_it_returns(tmp_path):
 
 
 def test_threads_share_one_retriever_safely(tmp_path):
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
     db = tmp_path / "t.db"
     r = Retriever.from_catalog(
         catalog(), db=db, encoder=HashEncoder(32), policy="global_mab", policy_params={"gamma": 1.0}
     )
-    errors: list[BaseException] = []
 
     def work(worker: int) -> None:
-        try:
-            for i in range(20):
-                r.feedback("weather", "success", query=f"weather {worker} {i}")
-                assert r.retrieve("weather forecast", k=2)
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        for i in range(20):
+            r.feedback("weather", "success", query=f"weather {worker} {i}")
+            assert r.retrieve("weather forecast", k=2)
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    with ThreadPoolExecutor(4) as pool:  # map re-raises a worker's exception here
+        list(pool.map(work, range(4)))
     assert len(r.outcomes(limit=None)) == 80
     assert r.policy.get_state("weather")["counts"][1] == 80
     r.close()

@@ -139,23 +139,16 @@ def test_embedding_cache_keeps_backends_apart(tmp_path):
 
 
 def test_embedding_cache_survives_concurrent_writers(tmp_path):
-    import threading
+    from concurrent.futures import ThreadPoolExecutor
 
-    texts, errors = [f"tool {i}" for i in range(20)], []
+    texts = [f"tool {i}" for i in range(20)]
 
-    def work() -> None:
+    def work(_: int) -> None:
         enc = CachedEncoder(HashEncoder(dim=16), root=tmp_path)
-        try:
-            for _ in range(30):
-                (tmp_path / enc._path("tools", texts).name).unlink(missing_ok=True)
-                assert enc.encode_tools(texts).shape == (20, 16)
-        except Exception as exc:  # pragma: no cover - the failure this test looks for
-            errors.append(exc)
+        for _ in range(30):
+            (tmp_path / enc._path("tools", texts).name).unlink(missing_ok=True)
+            assert enc.encode_tools(texts).shape == (20, 16)
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    with ThreadPoolExecutor(4) as pool:  # map re-raises a worker's exception here
+        list(pool.map(work, range(4)))
     assert all(p.suffix == ".npy" and not p.name.startswith(".") for p in tmp_path.iterdir())

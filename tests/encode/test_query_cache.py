@@ -1,4 +1,4 @@
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -60,19 +60,12 @@ def test_bad_size_is_a_config_error(size):
 
 def test_concurrent_callers_get_consistent_rows():
     enc, cache = CountingEncoder(), QueryCache(16)
-    errors: list[Exception] = []
 
     def work(seed: int) -> None:
-        try:
-            for i in range(200):
-                q = "a" * ((seed + i) % 20)
-                assert cache.encode([q], enc)[0][0] == len(q)
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
+        for i in range(200):
+            q = "a" * ((seed + i) % 20)
+            assert cache.encode([q], enc)[0][0] == len(q)
 
-    threads = [threading.Thread(target=work, args=(s,)) for s in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors and len(cache) <= 16
+    with ThreadPoolExecutor(4) as pool:  # map re-raises a worker's exception here
+        list(pool.map(work, range(4)))
+    assert len(cache) <= 16
