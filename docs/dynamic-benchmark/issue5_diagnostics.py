@@ -149,7 +149,8 @@ def cmd_floor(prep, w3: float) -> None:
     for run in prep.runs:
         pool, sched, steps = prep.env.pool, run.scenario.schedule, run.steps["semantic"][0]
         known: set[int] = set()
-        succ, faults = [], 0
+        succ, faults, static_faults = [], 0, 0
+        onset = prep.scenario.onset
         for t in range(len(run.stream)):
             q = int(run.stream[t])
             st = steps[q]
@@ -161,15 +162,19 @@ def cmd_floor(prep, w3: float) -> None:
             out, f = sched.call(j, t, run.draws.fail[t, 0], run.draws.caller[t, 0], q)
             if f:
                 known.add(sched.episode_at(j, t, q))
-                faults += t >= prep.scenario.onset
+                faults += t >= onset
             succ.append(out.is_success and j in pool.relevant[q])
-        onset = prep.scenario.onset
+            # static: the same fusion with no memory at all (its FSR is what the "half of static's" target divides)
+            js = int(st.positions[order[0]])
+            static_faults += t >= onset and sched.call(js, t, run.draws.fail[t, 0], 1.0, q)[1]
         sr, orc = np.mean(succ[onset:]), run.oracles["semantic"].success[onset:].mean()
-        res.append((sr, orc, faults / (len(run.stream) - onset)))
+        n = len(run.stream) - onset
+        res.append((sr, orc, faults / n, static_faults / n))
     r = np.array(res)
     print(
         f"floor policy: SR {100 * r[:, 0].mean():.2f}, oracle {100 * r[:, 1].mean():.2f}, "
-        f"regret {100 * (r[:, 1] - r[:, 0]).mean():.2f}, FSR {100 * r[:, 2].mean():.2f}"
+        f"regret {100 * (r[:, 1] - r[:, 0]).mean():.2f}, FSR {100 * r[:, 2].mean():.2f} against static's "
+        f"{100 * r[:, 3].mean():.2f} ({r[:, 2].mean() / r[:, 3].mean():.2f}x)"
     )
 
 
