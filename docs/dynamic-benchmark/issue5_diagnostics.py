@@ -164,7 +164,7 @@ def cmd_floor(prep, w3: float) -> None:
                 known.add(sched.episode_at(j, t, q))
                 faults += t >= onset
             succ.append(out.is_success and j in pool.relevant[q])
-            # static: the same fusion with no memory at all (its FSR is what the "half of static's" target divides)
+            # static: the same fusion with no memory (the "half of static's FSR" target divides by this)
             js = int(st.positions[order[0]])
             static_faults += t >= onset and sched.call(js, t, run.draws.fail[t, 0], 1.0, q)[1]
         sr, orc = np.mean(succ[onset:]), run.oracles["semantic"].success[onset:].mean()
