@@ -5,20 +5,29 @@ Accepted inputs (detected, never guessed silently):
 - JSONL: one ``Tool`` record per line (the native format, what ``save_catalog`` writes);
 - a JSON list of ``Tool`` records;
 - OpenAI-style tool definitions: ``[{"type": "function", "function": {"name", "description",
-  "parameters"}}]`` or bare function dicts ``[{"name", "description", "parameters"}]``;
+  "parameters"}}]``, the Responses API's flat ``[{"type": "function", "name", ...}]``, or bare function
+  dicts ``[{"name", "description", "parameters"}]``;
+- Anthropic tool definitions ``[{"name", "description", "input_schema"}]``;
 - an MCP ``tools/list`` result: ``{"tools": [{"name", "description", "inputSchema", ...}]}``, or the
-  whole JSON-RPC response ``{"jsonrpc": "2.0", "id": 1, "result": {"tools": [...]}}``.
+  whole JSON-RPC response ``{"jsonrpc": "2.0", "id": 1, "result": {"tools": [...]}}`` (a chat request
+  body's ``{"tools": [...]}`` of OpenAI/Anthropic definitions works too).
 
-OpenAI and MCP definitions carry no id: one is made as ``"<source>:<name>"`` (``source`` defaults to
-``openai`` / ``mcp``; pass the server name to keep ids apart across servers), and a repeated name gets
-``#2``, ``#3`` in order of appearance, so ids are stable as long as the list order is. Every problem in the
+Files are UTF-8 (a BOM is fine); UTF-16/32 files that start with a BOM are re-encoded.
+
+OpenAI, Anthropic and MCP definitions (in a list, or one per JSONL line) carry no id: one is made as
+``"<source>:<name>"`` (``source`` defaults to ``openai`` / ``anthropic`` / ``mcp``; pass the server name
+to keep ids apart across servers), and a repeated name gets ``#2``, ``#3`` in order of appearance, so
+ids are stable as long as the list order is. Every problem in the
 input is collected (location, field, reason) and raised together as one ``CatalogError``: a catalog is
-either loaded whole or rejected, never half-loaded, and duplicate ids are an error, not an overwrite.
+either loaded whole or rejected, never half-loaded, and duplicate ids are an error, not an overwrite (ids
+equal up to Unicode normalisation count as duplicates; ids differing in case do not, they are distinct).
 """
 
 from __future__ import annotations
 
+import codecs
 import json
+import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -70,6 +79,7 @@ def load_catalog(
             except OSError as exc:
                 raise CatalogError(f"cannot read catalog file ({exc.strerror})", path=path_label) from None
         force_jsonl = path_label is not None and path_label.endswith(".jsonl")
+        raw = _as_utf8(raw, path_label)
         pending, problems = _from_bytes(raw, force_jsonl, source_name)
     tools = _validate(pending, problems)
     if problems:
@@ -82,14 +92,12 @@ def load_catalog(
 def save_catalog(tools: Iterable[Tool], path: str | Path) -> Path:
     """Write ``tools`` as JSONL (atomically: a crash never leaves half a file); duplicate ids are refused."""
     tools = list(tools)
-    seen: dict[str, int] = {}
+    seen: dict[str, tuple[str, str]] = {}
     problems = []
     for i, tool in enumerate(tools):
-        if tool.id in seen:
-            problems.append(
-                CatalogProblem(f"item {i}", "id", f"duplicate id {tool.id!r} (first at item {seen[tool.id]})")
-            )
-        seen.setdefault(tool.id, i)
+        clash = _clash(tool.id, f"item {i}", seen)
+        if clash:
+            problems.append(CatalogProblem(f"item {i}", "id", clash))
     out = Path(path).expanduser()
     if problems:
         raise CatalogError("refusing to save a catalog with duplicate ids", problems, path=str(out))
@@ -102,6 +110,28 @@ def save_catalog(tools: Iterable[Tool], path: str | Path) -> Path:
 
 # --------------------------------------------------------------------------------------------- parsing
 
+# Windows PowerShell's `>` and some editors write UTF-16 with a byte-order mark; UTF-32 BOMs go first, as
+# the UTF-32-LE one starts with the UTF-16-LE one.
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _as_utf8(raw: bytes, path_label: str | None) -> bytes:
+    """``raw`` as UTF-8: UTF-16/32 text that announces itself with a BOM is re-encoded, the rest kept."""
+    for bom, codec in _WIDE_BOMS:
+        if raw.startswith(bom):
+            try:
+                return raw.decode(codec).encode("utf-8")
+            except UnicodeDecodeError as exc:
+                reason = f"starts with a {codec.upper()} byte-order mark but is not valid {codec.upper()}"
+                problem = CatalogProblem("document", "", f"{reason} (at byte {exc.start})")
+                raise CatalogError("invalid catalog: 1 problem(s)", [problem], path=path_label) from None
+    return raw
+
 
 def _from_bytes(
     raw: bytes, force_jsonl: bool, source_name: str | None
@@ -113,13 +143,15 @@ def _from_bytes(
         # One JSON object (MCP result / envelope), or JSONL whose lines are objects: the whole text decides.
         try:
             obj = json.loads(raw.decode("utf-8-sig"))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-            return _jsonl(raw) if _first_line_is_object(stripped) else _whole_json(raw, source_name)
+        except (ValueError, RecursionError):  # bad UTF-8 and bad JSON are ValueErrors too
+            if _first_line_is_object(stripped):
+                return _jsonl(raw, source_name)
+            return _whole_json(raw, source_name)
         return _from_object(obj, source_name)
     if not stripped:
         return [], []
     if force_jsonl:
-        return _jsonl(raw)
+        return _jsonl(raw, source_name)
     return _whole_json(raw, source_name)
 
 
@@ -130,7 +162,7 @@ def _first_line_is_object(stripped: bytes) -> bool:
         try:
             if isinstance(json.loads(line), dict):
                 return True
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):
             continue
     return False
 
@@ -147,13 +179,15 @@ def _whole_json(raw: bytes, source_name: str | None) -> tuple[list[_Pending], li
         return [], [CatalogProblem(f"line {exc.lineno}", "", f"invalid JSON: {exc.msg} (column {exc.colno})")]
     except RecursionError:
         return [], [CatalogProblem("document", "", _TOO_DEEP)]
+    except ValueError as exc:  # e.g. an integer literal longer than Python's int-string limit
+        return [], [CatalogProblem("document", "", _big_number(exc))]
     return _from_object(obj, source_name)
 
 
-def _jsonl(raw: bytes) -> tuple[list[_Pending], list[CatalogProblem]]:
-    pending: list[_Pending] = []
+def _jsonl(raw: bytes, source_name: str | None) -> tuple[list[_Pending], list[CatalogProblem]]:
+    objects: list[tuple[str, Any]] = []
     problems: list[CatalogProblem] = []
-    for lineno, line in enumerate(raw.split(b"\n"), 1):
+    for lineno, line in enumerate(raw.splitlines(), 1):  # \n, \r\n or a lone \r
         if lineno == 1:
             line = line.removeprefix(b"\xef\xbb\xbf")
         if not line.strip():
@@ -176,13 +210,17 @@ def _jsonl(raw: bytes) -> tuple[list[_Pending], list[CatalogProblem]]:
         except RecursionError:
             problems.append(CatalogProblem(loc, "", _TOO_DEEP))
             continue
+        except ValueError as exc:  # e.g. an integer literal longer than Python's int-string limit
+            problems.append(CatalogProblem(loc, "", _big_number(exc)))
+            continue
         if not isinstance(obj, dict):
             problems.append(
                 CatalogProblem(loc, "", f"expected a JSON object (a Tool record), got {_kind(obj)}")
             )
             continue
-        pending.append((loc, obj, {}))
-    return pending, problems
+        objects.append((loc, obj))
+    pending, more = _from_items(objects, source_name, bare="openai")
+    return pending, problems + more
 
 
 def _from_object(obj: Any, source_name: str | None) -> tuple[list[_Pending], list[CatalogProblem]]:
@@ -203,20 +241,21 @@ def _from_object(obj: Any, source_name: str | None) -> tuple[list[_Pending], lis
                     f"expected a tool list, an MCP tools/list result or JSONL; found an object with {found}",
                 )
             ]
-        return _from_items(tools, "tools[{}]", source_name, default_source="mcp")
+        # an MCP result, or a chat request body whose "tools" are OpenAI/Anthropic definitions
+        return _from_items([(f"tools[{i}]", t) for i, t in enumerate(tools)], source_name, bare="mcp")
     if isinstance(obj, list):
-        return _from_items(obj, "item {}", source_name, default_source=None)
+        return _from_items([(f"item {i}", t) for i, t in enumerate(obj)], source_name, bare="openai")
     return [], [CatalogProblem("top level", "", f"expected a JSON list or object, got {_kind(obj)}")]
 
 
 def _from_items(
-    items: list[Any], loc_fmt: str, source_name: str | None, default_source: str | None
+    items: list[tuple[str, Any]], source_name: str | None, bare: str
 ) -> tuple[list[_Pending], list[CatalogProblem]]:
+    """``bare``: the source of a bare ``{name, description, parameters}`` dict, which names no format."""
     pending: list[_Pending] = []
     problems: list[CatalogProblem] = []
     generated: list[int] = []  # positions in `pending` whose id we made up
-    for i, item in enumerate(items):
-        loc = loc_fmt.format(i)
+    for loc, item in items:
         if not isinstance(item, dict):
             problems.append(CatalogProblem(loc, "", f"expected a JSON object, got {_kind(item)}"))
             continue
@@ -224,9 +263,7 @@ def _from_items(
         if kind == "tool":
             pending.append((loc, item, {}))
             continue
-        converted = _convert(
-            item, kind, loc, source_name or default_source or ("mcp" if kind == "mcp" else "openai")
-        )
+        converted = _convert(item, kind, loc, source_name or (bare if kind == "function" else kind))
         if isinstance(converted, CatalogProblem):
             problems.append(converted)
             continue
@@ -237,28 +274,28 @@ def _from_items(
 
 
 def _item_kind(item: Mapping[str, Any]) -> str:
+    """openai (Chat Completions or flat Responses API), mcp, anthropic, a bare function, or a Tool record."""
     if item.get("type") == "function" or isinstance(item.get("function"), dict):
         return "openai"
     if "inputSchema" in item:
         return "mcp"
+    if "input_schema" in item and "id" not in item:
+        return "anthropic"
     if "id" not in item and "name" in item and set(item) <= _FUNCTION_KEYS:
         return "function"
     return "tool"
 
 
 def _convert(item: dict[str, Any], kind: str, loc: str, source: str) -> _Pending | CatalogProblem:
-    """Map an OpenAI or MCP definition onto Tool fields; renames say how to report errors in its own terms."""
-    if kind == "openai":
-        fn = item.get("function")
-        if not isinstance(fn, dict):
-            return CatalogProblem(loc, "function", "an OpenAI tool needs a 'function' object")
-        prefix, body = "function.", fn
-    else:
-        prefix, body = "", item
+    """Map an OpenAI, Anthropic or MCP definition onto Tool fields; renames report errors in its own terms."""
+    flat = kind != "openai" or ("function" not in item and "name" in item)  # the Responses API is flat
+    prefix, body = ("", item) if flat else ("function.", item.get("function"))
+    if not isinstance(body, dict):
+        return CatalogProblem(loc, "function", "an OpenAI tool needs a 'function' object")
     name = body.get("name")
     if not isinstance(name, str) or not name.strip():
         return CatalogProblem(loc, f"{prefix}name", "missing or empty tool name")
-    params_key = "inputSchema" if kind == "mcp" else "parameters"
+    params_key = {"mcp": "inputSchema", "anthropic": "input_schema"}.get(kind, "parameters")
     record: dict[str, Any] = {
         "id": "",
         "name": name,
@@ -299,7 +336,7 @@ def _assign_ids(pending: list[_Pending], generated: list[int]) -> None:
 
 def _validate(pending: list[_Pending], problems: list[CatalogProblem]) -> list[Tool]:
     tools: list[Tool] = []
-    first_seen: dict[str, str] = {}
+    seen: dict[str, tuple[str, str]] = {}
     for loc, record, renames in pending:
         if _nested_deeper_than(record, MAX_NESTING):  # would break storing and encoding it later
             problems.append(CatalogProblem(loc, "", _TOO_DEEP))
@@ -313,14 +350,28 @@ def _validate(pending: list[_Pending], problems: list[CatalogProblem]) -> list[T
                     parts[0] = renames[parts[0]]
                 problems.append(CatalogProblem(loc, ".".join(parts), _reason(err)))
             continue
-        if tool.id in first_seen:
-            problems.append(
-                CatalogProblem(loc, "id", f"duplicate id {tool.id!r} (first at {first_seen[tool.id]})")
-            )
+        clash = _clash(tool.id, loc, seen)
+        if clash:
+            problems.append(CatalogProblem(loc, "id", clash))
             continue
-        first_seen[tool.id] = loc
         tools.append(tool)
     return tools
+
+
+def _clash(tool_id: str, loc: str, seen: dict[str, tuple[str, str]]) -> str | None:
+    """Why ``tool_id`` clashes with an earlier one, else record it. Ids equal after Unicode NFC
+    normalisation clash too: they look the same, so a user could never tell which one they meant."""
+    key = unicodedata.normalize("NFC", tool_id)
+    if key not in seen:
+        seen[key] = (tool_id, loc)
+        return None
+    first_id, first_loc = seen[key]
+    if first_id == tool_id:
+        return f"duplicate id {tool_id!r} (first at {first_loc})"
+    return (
+        f"id {ascii(tool_id)} is id {ascii(first_id)} (at {first_loc}) in another Unicode normalisation; "
+        "ids must differ in more than that"
+    )
 
 
 def _nested_deeper_than(obj: Any, limit: int) -> bool:
@@ -346,7 +397,14 @@ def _reason(err: Mapping[str, Any]) -> str:
         return "unknown field (put custom data under 'extra')"
     if err.get("type") == "missing":
         return "required field is missing"
+    if err.get("type") == "tuple_type":  # tags: say it in JSON's terms
+        return "Input should be a list"
     return msg
+
+
+def _big_number(exc: ValueError) -> str:
+    """The one ValueError ``json`` raises that is not a JSONDecodeError: an over-long integer literal."""
+    return "invalid JSON: " + str(exc).split(";")[0]
 
 
 def _kind(obj: Any) -> str:

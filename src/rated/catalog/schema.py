@@ -79,7 +79,9 @@ class Tool(BaseModel):
             return ()
         if isinstance(value, str):
             return (value,)
-        return tuple(value)
+        if isinstance(value, (list, tuple, set, frozenset)):
+            return tuple(value)
+        return value  # a number or an object: let validation reject it, as for any other field
 
     @property
     def provider_key(self) -> str:
