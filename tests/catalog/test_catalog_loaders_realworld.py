@@ -61,7 +61,9 @@ def test_anthropic_tool_definitions() -> None:
 
 
 def test_openai_responses_api_flat_functions() -> None:
-    defs = [{"type": "function", "name": "get_weather", "description": "W.", "parameters": {"type": "object"}}]
+    defs = [
+        {"type": "function", "name": "get_weather", "description": "W.", "parameters": {"type": "object"}}
+    ]
     (tool,) = load_catalog(defs)
     assert (tool.id, tool.name, tool.description) == ("openai:get_weather", "get_weather", "W.")
     assert tool.parameters == {"type": "object"}
