@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rated.errors import ConfigError
+
 __all__ = ["pyplot", "save_png"]
 
 
@@ -28,7 +30,11 @@ def save_png(fig: Any, path: str | Path) -> Path:
 
     fig.tight_layout()
     out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=120, format="png")  # the path as given, even without a .png suffix
+    except OSError as exc:  # a user-given path: one clear error, not a traceback
+        raise ConfigError(f"{out}: cannot write the plot ({exc.strerror or exc})") from None
+    finally:
+        plt.close(fig)
     return out

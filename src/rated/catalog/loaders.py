@@ -101,10 +101,13 @@ def save_catalog(tools: Iterable[Tool], path: str | Path) -> Path:
     out = Path(path).expanduser()
     if problems:
         raise CatalogError("refusing to save a catalog with duplicate ids", problems, path=str(out))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out) as tmp, tmp.open("w", encoding="utf-8") as fh:
-        for tool in tools:
-            fh.write(tool.model_dump_json(exclude_defaults=True) + "\n")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(out) as tmp, tmp.open("w", encoding="utf-8") as fh:
+            for tool in tools:
+                fh.write(tool.model_dump_json(exclude_defaults=True) + "\n")
+    except OSError as exc:
+        raise CatalogError(f"cannot write the catalog ({exc.strerror or exc})", path=str(out)) from None
     return out
 
 

@@ -124,7 +124,9 @@ def compute_prior(
         )
     z_desc = _z(desc_len, stats.desc_median, stats.desc_std)
     z_meta = _z(richness, stats.meta_median, stats.meta_std)
-    r_qual = 1.0 / (1.0 + np.exp(-(QUAL_WEIGHTS[0] * z_desc + QUAL_WEIGHTS[1] * z_meta)))
+    # clipped: a tool scored with stats fitted elsewhere (score_new) can sit thousands of stds away
+    logit = np.clip(QUAL_WEIGHTS[0] * z_desc + QUAL_WEIGHTS[1] * z_meta, -50.0, 50.0)
+    r_qual = 1.0 / (1.0 + np.exp(-logit))
     r_cons = _consistency(tools, encoder, batch_size=batch_size, progress=progress)
     w_src = np.array([source_weight(t) for t in tools], dtype=np.float64)
     r_static = WEIGHTS[0] * r_cons + WEIGHTS[1] * w_src + WEIGHTS[2] * r_qual
@@ -173,7 +175,9 @@ def _consistency(tools: Sequence[Tool], encoder: Encoder, *, batch_size: int, pr
     for i, (name, desc) in enumerate(zip(names, descs, strict=True)):
         if desc:
             out[i] = float(emb[position[name]] @ emb[position[desc]])
-    return np.clip(out, 0.0, 1.0)
+    # a plugged-in encoder may return NaN/inf for some text (e.g. mean pooling over zero tokens): no
+    # evidence of consistency, not a NaN that would poison the fused ranking score
+    return np.clip(np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0), 0.0, 1.0)
 
 
 def _z(x: np.ndarray, median: float, std: float) -> np.ndarray:

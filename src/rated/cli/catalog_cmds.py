@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -94,7 +95,7 @@ def _build(args: argparse.Namespace) -> int:
     from rated.catalog.loaders import load_catalog, save_catalog
 
     sources = _sources(args.sources)
-    out = Path(args.out).expanduser()
+    out = _output_path(args.out)
     previous = load_catalog(out) if out.is_file() and not args.fresh else None
     encoder = _encoder(args.encoder, progress=not args.json)
     names = sources or list(SOURCES)
@@ -128,12 +129,29 @@ def _build(args: argparse.Namespace) -> int:
     save_catalog(result.tools, out)
     report_path = out.with_name(out.name.removesuffix(".jsonl") + ".report.json")
     report = {**result.to_dict(), "out": str(out)}
-    report_path.write_text(json.dumps(report, indent=2) + "\n")
+    try:
+        report_path.write_text(json.dumps(report, indent=2) + "\n")
+    except OSError as exc:
+        raise ConfigError(f"{report_path}: cannot write the build report ({exc.strerror or exc})") from None
     if args.json:
         print_json(report)
     else:
         _print_build(result, out, report_path)
     return 1 if result.failed else 0
+
+
+def _output_path(value: str) -> Path:
+    """``--out``, checked before a build that may take minutes rather than when its result is saved."""
+    out = Path(value).expanduser()
+    if out.is_dir():
+        raise ConfigError(f"--out {out}: is a directory, expected a catalog file path")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"--out {out}: cannot create its folder ({exc.strerror or exc})") from None
+    if not os.access(out.parent, os.W_OK):
+        raise ConfigError(f"--out {out}: its folder is not writable")
+    return out
 
 
 def _print_build(result: Any, out: Path, report_path: Path) -> None:
