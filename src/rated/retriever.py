@@ -356,6 +356,15 @@ class Retriever:
             self._own_catalog_change(version)
 
     # ---- inspection --------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Pick up what other writers changed, now (``retrieve`` and ``feedback`` do it themselves).
+
+        For health checks: raises ``StoreError`` when the store is gone, or was re-indexed in a way this
+        process cannot serve, exactly when ``retrieve`` would.
+        """
+        with self._lock:
+            self._refresh()
+
     def tools(self) -> list[ToolHealth]:
         """Every tool with its prior, the policy's health view at this moment, and its outcome counts."""
         with self._lock:
@@ -560,7 +569,7 @@ class Retriever:
                 f"{where} was re-indexed with encoder {meta.encoder}, not {self._meta.encoder}: reopen it"
             )
         if (meta.policy, meta.policy_params) != (self._meta.policy, self._meta.policy_params):
-            raise ConfigError(
+            raise StoreError(  # the store changed under us, as with the encoder: not the caller's input
                 f"{where} was re-indexed with policy {meta.policy!r} and other settings: reopen it"
             )
         self._meta = meta

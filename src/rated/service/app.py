@@ -6,11 +6,13 @@ pool) because retrieval is CPU-bound and the SQLite store blocks; the retriever 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
 from rated.errors import ConfigError
@@ -22,6 +24,8 @@ from rated.service.routes import ROUTERS
 from rated.service.settings import Settings
 
 __all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
 
 
 def create_app(settings: Settings | None = None, *, retriever: Retriever | None = None) -> FastAPI:
@@ -67,12 +71,28 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
 
 
 async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-    """Count and time every request under its route template (not the raw path: bounded labels)."""
+    """Count and time every request under its route template (not the raw path: bounded labels).
+
+    An unexpected exception (a bug) is answered here, as a 500 in the one error shape, so that it is
+    counted too: raised on, it would pass this middleware and reach the client as a plain-text 500
+    that no metric shows.
+    """
     start = time.perf_counter()
-    response = await call_next(request)
+    metrics: Metrics = request.app.state.metrics
+    try:
+        response = await call_next(request)
+    except Exception as exc:
+        log.exception("%s %s raised an unexpected exception", request.method, request.url.path)
+        metrics.errors.labels("InternalError").inc()
+        response = JSONResponse(
+            {
+                "error": "InternalError",
+                "detail": f"internal error: {type(exc).__name__} (a bug; traceback in the server log)",
+            },
+            status_code=500,
+        )
     route = request.scope.get("route")
     name = route.path if isinstance(route, APIRoute) else "unmatched"
-    metrics: Metrics = request.app.state.metrics
     metrics.latency.labels(name).observe(time.perf_counter() - start)
     metrics.requests.labels(name, str(response.status_code)).inc()
     return response

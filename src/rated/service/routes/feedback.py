@@ -6,7 +6,7 @@ from fastapi import APIRouter
 
 from rated.service.actions import record_feedback
 from rated.service.deps import MetricsDep, RetrieverDep
-from rated.service.routes._errors import responses
+from rated.service.routes._errors import BODY, responses
 from rated.service.schemas import FeedbackIn, FeedbackOut
 
 __all__ = ["router"]
@@ -14,7 +14,7 @@ __all__ = ["router"]
 router = APIRouter(prefix="/feedback", tags=["feedback"])
 
 
-@router.post("", response_model=FeedbackOut, responses=responses(404, 422, 503))
+@router.post("", response_model=FeedbackOut, responses=responses(*BODY, 404, 503))
 def feedback(body: FeedbackIn, retriever: RetrieverDep, metrics: MetricsDep) -> FeedbackOut:
     out = record_feedback(retriever, body.tool_id, body.outcome, body.query, body.retry_after)
     metrics.feedback.labels(out.outcome).inc()

@@ -1,4 +1,4 @@
-"""``GET /health``: liveness plus a cheap check that the store answers."""
+"""``GET /health``: liveness plus a check that this process can still serve the store's index."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ router = APIRouter(prefix="/health", tags=["health"])
 def health(retriever: RetrieverDep) -> HealthOut:
     from rated import __version__
 
-    retriever.store.version()  # raises StoreError (503) when the store is gone
+    # 503 when the store is gone or was re-indexed with another encoder or policy: then every retrieve
+    # fails, and a health check that only pinged the store would still say ok
+    retriever.refresh()
     meta = retriever.meta
     return HealthOut(
         status="ok", tools=len(retriever), encoder=str(meta.encoder), policy=meta.policy, version=__version__

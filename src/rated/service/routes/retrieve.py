@@ -7,7 +7,7 @@ from fastapi import APIRouter
 from rated.errors import QueryError
 from rated.service.actions import checked_k
 from rated.service.deps import MetricsDep, RetrieverDep, SettingsDep
-from rated.service.routes._errors import responses
+from rated.service.routes._errors import BODY, responses
 from rated.service.schemas import RetrieveIn, RetrieveManyIn, RetrieveManyOut, RetrieveOut
 
 __all__ = ["router"]
@@ -15,7 +15,7 @@ __all__ = ["router"]
 router = APIRouter(prefix="/retrieve", tags=["retrieve"])
 
 
-@router.post("", response_model=RetrieveOut, responses=responses(422, 503))
+@router.post("", response_model=RetrieveOut, responses=responses(*BODY, 503))
 def retrieve(
     body: RetrieveIn, retriever: RetrieverDep, settings: SettingsDep, metrics: MetricsDep
 ) -> RetrieveOut:
@@ -26,7 +26,7 @@ def retrieve(
     return out
 
 
-@router.post("/batch", response_model=RetrieveManyOut, responses=responses(422, 503))
+@router.post("/batch", response_model=RetrieveManyOut, responses=responses(*BODY, 503))
 def retrieve_many(
     body: RetrieveManyIn, retriever: RetrieverDep, settings: SettingsDep, metrics: MetricsDep
 ) -> RetrieveManyOut:

@@ -13,12 +13,12 @@ __all__ = ["router"]
 router = APIRouter(prefix="/tools", tags=["tools"])
 
 
-@router.get("", response_model=ToolsOut, responses=responses(503))
+@router.get("", response_model=ToolsOut, responses=responses(422, 503))
 def list_tools(retriever: RetrieverDep, unhealthy: bool = False) -> ToolsOut:
     rows = [ToolOut.of(t) for t in retriever.tools() if not (unhealthy and t.healthy)]
     return ToolsOut(count=len(rows), data=rows)
 
 
-@router.get("/{tool_id:path}", response_model=ToolOut, responses=responses(404, 503))
+@router.get("/{tool_id:path}", response_model=ToolOut, responses=responses(404, 422, 503))
 def get_tool(tool_id: str, retriever: RetrieverDep) -> ToolOut:
     return ToolOut.of(retriever.health(tool_id))
