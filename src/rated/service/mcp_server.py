@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Strict
+from pydantic import Field, Strict
 
 from rated.errors import ConfigError, RatedError
+from rated.outcome import OutcomeKind
 from rated.retriever import Retriever
 from rated.service.actions import checked_k, record_feedback
 from rated.service.schemas import FeedbackOut, RetrieveOut
@@ -34,6 +35,50 @@ INSTRUCTIONS = (
     "tool_error, timeout, rate_limited, auth_error, or caller_error when your own arguments were wrong), "
     "so that failing tools are avoided until they recover."
 )
+# Given explicitly: the SDK would send a function's docstring as it is, indentation and markup included.
+FIND_TOOLS = (
+    "Find the best tools for a task described in natural language, most suitable first. Each hit has the "
+    "tool's id, description and parameters, a score, and whether it currently looks healthy. degraded is "
+    "true when no candidate looked healthy (the list is ranked anyway)."
+)
+REPORT_OUTCOME = (
+    "Report how a call of a tool went, so that failing tools are demoted until they recover. caller_error "
+    "(your own bad arguments) is never held against the tool; rate_limited with retry_after makes the tool "
+    "unavailable for that long without holding it against the tool."
+)
+
+
+# The parameters as the model sees them (JSON schema with descriptions). Strict: no "5" for 5, no true for 1.
+Task = Annotated[str, Field(description="the task, in natural language")]
+ToolId = Annotated[str, Field(description="the id of the tool called, as find_tools returned it")]
+OutcomeName = Annotated[
+    str,
+    Field(
+        description="how the call went; caller_error: your own arguments were wrong",
+        json_schema_extra={"enum": [kind.value for kind in OutcomeKind]},
+    ),
+]
+CalledFor = Annotated[str | None, Field(description="the task the tool was called for")]
+RetryAfter = Annotated[
+    float | None,
+    Strict(),
+    Field(
+        description="seconds until the tool may be called again, when it said so (rate_limited)",
+        json_schema_extra={"minimum": 0},
+    ),
+]
+
+
+def _k_param(max_k: int) -> Any:
+    # the bounds are in the schema only: out of range, k gets this service's own message, not pydantic's
+    return Annotated[
+        int,
+        Strict(),
+        Field(
+            description=f"how many tools to return (1 to {max_k})",
+            json_schema_extra={"minimum": 1, "maximum": max_k},
+        ),
+    ]
 
 
 def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> MCPServer:
@@ -48,33 +93,20 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
     settings = settings or Settings()
     server = MCPServer(name="rated", instructions=INSTRUCTIONS, version=__version__)
 
-    @server.tool()
-    def find_tools(query: str, k: Annotated[int, Strict()] = settings.default_k) -> RetrieveOut:
-        """Find the best tools for a task described in natural language, most suitable first.
-
-        Each hit has the tool's id, description and parameters, a score, and whether it currently looks
-        healthy. ``degraded`` is true when no candidate looked healthy (the list is ranked anyway).
-        """
+    def find_tools(query: Task, k: int = settings.default_k) -> RetrieveOut:
         with _as_tool_error("find_tools", ToolError):
             k = checked_k(k, settings)
             return RetrieveOut.of(query, k, retriever.retrieve(query, k=k))
 
-    @server.tool()
     def report_outcome(
-        tool_id: str,
-        outcome: str,
-        query: str | None = None,
-        retry_after: Annotated[float, Strict()] | None = None,
+        tool_id: ToolId, outcome: OutcomeName, query: CalledFor = None, retry_after: RetryAfter = None
     ) -> FeedbackOut:
-        """Report how a call of ``tool_id`` went, so that failing tools are demoted until they recover.
-
-        ``outcome``: success, tool_error, timeout, rate_limited, auth_error, or caller_error (your own bad
-        arguments: never held against the tool). ``query``: the task the tool was called for.
-        ``retry_after``: seconds, when the tool said when to come back.
-        """
         with _as_tool_error("report_outcome", ToolError):
             return record_feedback(retriever, tool_id, outcome, query, retry_after)
 
+    find_tools.__annotations__["k"] = _k_param(settings.max_k)  # the limit is known only now
+    server.add_tool(find_tools, description=FIND_TOOLS)
+    server.add_tool(report_outcome, description=REPORT_OUTCOME)
     return server
 
 
