@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from numbers import Real
 
 from rated.errors import ConfigError
 
@@ -52,8 +53,12 @@ class Outcome:
     def __post_init__(self) -> None:
         if not isinstance(self.kind, OutcomeKind):
             object.__setattr__(self, "kind", OutcomeKind.parse(self.kind))
-        if self.retry_after is not None and (not math.isfinite(self.retry_after) or self.retry_after < 0):
-            raise ConfigError(f"retry_after must be a finite number >= 0, got {self.retry_after!r}")
+        value = self.retry_after
+        if value is not None:
+            bad = isinstance(value, bool) or not isinstance(value, Real)
+            if bad or not math.isfinite(value) or value < 0:
+                raise ConfigError(f"retry_after must be a finite number >= 0, got {value!r}")
+            object.__setattr__(self, "retry_after", float(value))  # plain float: stores and JSON take it
 
     @classmethod
     def of(cls, value: Outcome | OutcomeKind | str | bool, retry_after: float | None = None) -> Outcome:

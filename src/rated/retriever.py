@@ -28,6 +28,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from numbers import Real
 from pathlib import Path
 from typing import Any, Self
 
@@ -41,7 +42,6 @@ from rated.errors import (
     CatalogError,
     CatalogProblem,
     ConfigError,
-    ModelError,
     QueryError,
     StoreError,
     UnknownToolError,
@@ -82,9 +82,13 @@ class Retriever:
         clock: Callable[[], float] = time.time,
         query_cache: int = DEFAULT_QUERY_CACHE,
     ) -> None:
+        if not callable(clock):
+            raise ConfigError(f"clock must be a callable returning seconds, got {clock!r}")
         self._store = store
         self._encoder = encoder
-        self._policy = policy
+        # an own untrained copy: a Policy instance passed to two retrievers would otherwise share (and
+        # each reload would wipe) the other's learned state
+        self._policy = policy.clone()
         self._meta = meta
         self._clock = clock
         self._query_cache = QueryCache(query_cache)
@@ -106,14 +110,14 @@ class Retriever:
     ) -> Retriever:
         """Encode and index a catalog into ``db`` (None: in memory; a path: SQLite; ``redis://...``).
 
-        ``config``: ``policy`` (a name or a Policy instance, default ``"rated"``), ``policy_params``,
+        ``config``: ``policy`` (a name or a Policy instance, default ``"rated"``; an instance is a template:
+        the retriever learns in its own copy, ``retriever.policy``), ``policy_params``,
         ``candidates`` (K, default 10), ``max_query_chars`` (10,000), ``semantic`` (a SemanticConfig or
         dict), ``overwrite`` (replace an existing index in ``db``), ``progress``, ``clock``, ``query_cache``
         (recent query embeddings kept in memory, default 1024; 0 turns it off), and store
         options ``durability`` / ``busy_timeout`` / ``namespace``.
         """
         from rated.catalog.prior import compute_prior
-        from rated.index.semantic import SemanticConfig
 
         overwrite = bool(config.pop("overwrite", False))
         progress = bool(config.pop("progress", False))
@@ -127,12 +131,12 @@ class Retriever:
         max_query_chars = _positive_int(config.pop("max_query_chars", 10_000), "max_query_chars")
         if config:
             raise ConfigError(f"unknown Retriever option(s): {', '.join(sorted(config))}")
-        if isinstance(semantic, Mapping):
-            semantic = setup.semantic_config(semantic)
-        semantic = semantic or SemanticConfig()
+        semantic = setup.semantic_config(semantic)
         policy = setup.build_policy(policy_arg, policy_params)
         tools = setup.as_tools(path_or_tools)
-        encoder = encoder if encoder is not None else setup.default_encoder(progress)
+        encoder = setup.check_encoder_object(
+            encoder if encoder is not None else setup.default_encoder(progress)
+        )
 
         store = open_store(db, create=True, **store_options)
         with setup.closing_on_error(store, db):
@@ -204,11 +208,14 @@ class Retriever:
 
     def retrieve_many(self, queries: Sequence[str], k: int = 5) -> list[list[Hit]]:
         """``retrieve`` for a batch of queries (encoded together)."""
-        if isinstance(queries, str):
-            raise QueryError("retrieve_many takes a list of queries, not one string")
+        if isinstance(queries, str) or not isinstance(queries, Iterable):
+            raise QueryError(f"retrieve_many takes a list of queries, got {type(queries).__name__}")
         queries = list(queries)
-        for q in queries:
-            self._check_query(q)
+        for i, q in enumerate(queries):
+            try:
+                self._check_query(q)
+            except QueryError as exc:  # name the culprit: the batch may hold thousands
+                raise QueryError(f"queries[{i}]: {exc}") from None
         k = _check_k(k)
         if not queries:
             return []
@@ -341,6 +348,10 @@ class Retriever:
 
     def remove_tools(self, tool_ids: Iterable[str]) -> None:
         """Drop tools (and their learned state); ``UnknownToolError`` if one is not indexed."""
+        if not isinstance(tool_ids, (str, Iterable)):
+            raise ConfigError(
+                f"remove_tools takes a tool id or a list of them, got {type(tool_ids).__name__}"
+            )
         ids = list(dict.fromkeys([tool_ids] if isinstance(tool_ids, str) else tool_ids))
         with self._lock:
             self._refresh()
@@ -412,10 +423,12 @@ class Retriever:
         ]
 
     def tool(self, tool_id: str) -> Tool:
-        try:
-            return self._by_id[tool_id]
-        except (KeyError, TypeError):
-            raise UnknownToolError(str(tool_id)) from None
+        with self._lock:
+            self._refresh()  # a tool another process removed is unknown here too
+            try:
+                return self._by_id[tool_id]
+            except (KeyError, TypeError):
+                raise UnknownToolError(str(tool_id)) from None
 
     def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:
         """The most recent ``limit`` outcome records (all when None), oldest first."""
@@ -450,7 +463,10 @@ class Retriever:
         return self._meta
 
     def __len__(self) -> int:
-        return len(self._ids)
+        """The number of tools in the index now (including tools other processes added or removed)."""
+        with self._lock:
+            self._refresh()
+            return len(self._ids)
 
     def close(self) -> None:
         self._store.close()
@@ -462,7 +478,8 @@ class Retriever:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Retriever({len(self)} tools, encoder={self._meta.encoder}, policy={self._meta.policy!r})"
+        n = len(self._ids)
+        return f"Retriever({n} tools, encoder={self._meta.encoder}, policy={self._meta.policy!r})"
 
     # ---- internals ---------------------------------------------------------------------------------
     def _check_query(self, query: object) -> None:
@@ -485,10 +502,10 @@ class Retriever:
         return self._query_cache.encode(queries, self._encode_checked)
 
     def _encode_checked(self, queries: list[str]) -> np.ndarray:
-        vecs = np.asarray(self._encoder.encode_queries(queries), dtype=np.float32)
-        if vecs.shape != (len(queries), self._meta.encoder.dim) or not all_finite(vecs):
-            raise ModelError(f"encoder {self._meta.encoder.name} returned invalid query embeddings")
-        return vecs
+        vecs = self._encoder.encode_queries(queries)
+        return setup.unit_rows(
+            vecs, len(queries), self._meta.encoder.dim, f"encoder {self._meta.encoder.name}", "query"
+        )
 
     def _load_catalog(self) -> None:
         """(Re)load the pool from the store; the index is built from the stored embeddings when first
@@ -603,7 +620,7 @@ def _check_retry_after(value: Any) -> float | None:
         return None
     if (
         isinstance(value, bool)
-        or not isinstance(value, (int, float))
+        or not isinstance(value, Real)  # numpy scalars too: a retry-after is often computed
         or not math.isfinite(value)
         or value < 0
     ):

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from rated.catalog.schema import Tool
 from rated.encode.base import Encoder
 from rated.errors import CatalogError, CatalogProblem, ConfigError, ModelError
-from rated.policy.base import Policy
+from rated.policy.base import Policy, all_finite
 from rated.store.base import Store
 from rated.store.meta import EncoderIdentity
 
@@ -28,6 +28,7 @@ __all__ = [
     "as_tools",
     "build_policy",
     "check_encoder",
+    "check_encoder_object",
     "closing_on_error",
     "default_encoder",
     "describe_db",
@@ -38,6 +39,7 @@ __all__ = [
     "rated_version",
     "replace_catalog",
     "semantic_config",
+    "unit_rows",
 ]
 
 _HASH_ENCODER = re.compile(r"hash-(\d+)-s(\d+)$")
@@ -114,20 +116,59 @@ def closing_on_error(store: Store, db: object) -> Iterator[None]:
 def encode_tools(encoder: Encoder, tools: Sequence[Tool], progress: bool) -> np.ndarray:
     from rated.catalog.text import tool_text
 
-    emb = np.asarray(encoder.encode_tools([tool_text(t) for t in tools], progress=progress), dtype=np.float32)
-    if emb.shape != (len(tools), int(encoder.dim)) or not np.all(np.isfinite(emb)):
-        raise ModelError(f"encoder {encoder.name} returned invalid tool embeddings (shape {emb.shape})")
-    return emb
+    emb = encoder.encode_tools([tool_text(t) for t in tools], progress=progress)
+    return unit_rows(emb, len(tools), int(encoder.dim), f"encoder {encoder.name}", "tool")
 
 
-def semantic_config(data: Mapping[str, Any]) -> SemanticConfig:
+def unit_rows(vectors: Any, n: int, dim: int, source: str, what: str) -> np.ndarray:
+    """An encoder's output as ``(n, dim)`` float32 unit rows; ``ModelError`` for any other shape, NaN or inf,
+    or an all-zero row. Rows that are not unit-norm are scaled to it: cosine is what the index and the
+    policy's context assume, and an unnormalised encoder would otherwise saturate or shrink every score."""
+    try:
+        arr = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"{source} returned {what} embeddings that are not an array: {exc}") from None
+    if arr.shape != (n, dim):
+        raise ModelError(f"{source} returned {what} embeddings of shape {arr.shape}, expected ({n}, {dim})")
+    if not all_finite(arr):
+        raise ModelError(f"{source} returned NaN or infinite {what} embeddings")
+    norms = np.linalg.norm(arr.astype(np.float64), axis=1)
+    if n and float(norms.min()) < 1e-6:
+        row = int(np.argmin(norms))
+        raise ModelError(f"{source} returned an all-zero {what} embedding (row {row})")
+    if n and float(np.abs(norms - 1.0).max()) > 1e-4:
+        arr = (arr / norms[:, None]).astype(np.float32)
+    return arr
+
+
+def check_encoder_object(encoder: Any) -> Encoder:
+    """A clear ``ConfigError`` (not an AttributeError later) for something that is not an ``Encoder``."""
+    if not isinstance(encoder, Encoder):
+        raise ConfigError(
+            f"encoder must implement rated.encode.Encoder (name, dim, encode_queries, encode_tools), "
+            f"got {type(encoder).__name__}"
+        )
+    dim = encoder.dim
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)) or dim < 1:
+        raise ConfigError(f"encoder {encoder.name!r} has dim {dim!r}; expected an integer >= 1")
+    if not isinstance(encoder.name, str) or not encoder.name:
+        raise ConfigError(f"encoder name must be a non-empty string, got {encoder.name!r}")
+    return encoder
+
+
+def semantic_config(data: SemanticConfig | Mapping[str, Any] | None) -> SemanticConfig:
+    """The semantic-stage settings from a ``SemanticConfig``, a dict of its fields, or None (defaults)."""
     from rated.catalog.text import TextConfig
     from rated.index.semantic import SemanticConfig
 
+    if data is None or isinstance(data, SemanticConfig):
+        return data or SemanticConfig()
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"semantic must be a SemanticConfig or a dict of its fields, got {data!r}")
     data = dict(data)
-    if isinstance(data.get("lexical_text"), Mapping):
-        data["lexical_text"] = TextConfig(**data["lexical_text"])
     try:
+        if isinstance(data.get("lexical_text"), Mapping):
+            data["lexical_text"] = TextConfig(**data["lexical_text"])
         return SemanticConfig(**data)
     except TypeError as exc:
         raise ConfigError(f"invalid semantic configuration: {exc}") from None
@@ -152,10 +193,16 @@ def policy_params(policy: Policy) -> dict[str, Any]:
     return json.loads(json.dumps(params, default=repr))
 
 
-def default_encoder(progress: bool) -> Encoder:
+def default_encoder(progress: bool, quantized: bool | None = None) -> Encoder:
     from rated.encode import default_encoder
 
-    return default_encoder(progress=progress)
+    return default_encoder(progress=progress, quantized=quantized)
+
+
+def _default_model_name() -> str:
+    from rated.encode.prepare import MINILM
+
+    return MINILM.name
 
 
 def check_encoder(encoder: Encoder | None, saved: EncoderIdentity, where: str) -> Encoder:
@@ -170,8 +217,15 @@ def check_encoder(encoder: Encoder | None, saved: EncoderIdentity, where: str) -
             from rated.encode.onnx import OnnxEncoder
 
             encoder = OnnxEncoder.load(saved.model_dir, quantized=saved.name.endswith("-int8"))
-        else:
-            encoder = default_encoder(progress=True)
+        elif saved.name.removesuffix("-int8") == _default_model_name():
+            encoder = default_encoder(progress=True, quantized=saved.name.endswith("-int8"))
+        else:  # a user-defined encoder (or a model folder that is gone): preparing the default cannot help
+            missing = f" (its model folder {saved.model_dir} is missing)" if saved.model_dir else ""
+            raise ConfigError(
+                f"{where} was indexed with encoder {saved}{missing}, which rated cannot load by itself: "
+                "pass that encoder (encoder=...)"
+            )
+    check_encoder_object(encoder)
     found = EncoderIdentity.of(encoder)
     if not found.same_embeddings(saved):
         raise ConfigError(

@@ -22,8 +22,10 @@ worst-case MRR gain over the best of TF-IDF, BM25 and dense on each benchmark.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from numbers import Integral, Real
 
 import numpy as np
 
@@ -31,7 +33,7 @@ from rated.catalog.schema import Tool
 from rated.catalog.text import DEFAULT_LEXICAL, TextConfig, lexical_text
 from rated.errors import ConfigError, QueryError
 from rated.index.dense import DenseIndex
-from rated.index.fusion import convex, normalise, ranks, rrf, top_k
+from rated.index.fusion import NORMALISERS, convex, normalise, ranks, rrf, top_k
 from rated.index.ids import check_known_ids, check_new_ids
 from rated.index.lexical import BM25Index
 from rated.index.tfidf import TfidfIndex
@@ -60,8 +62,21 @@ class SemanticConfig:
     lexical_text: TextConfig = field(default_factory=lambda: DEFAULT_LEXICAL)
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.dense_weight <= 1.0:
-            raise ConfigError(f"dense_weight must lie in [0, 1], got {self.dense_weight}")
+        # every field is checked here, naming the key: a bad value is saved with the index and would
+        # otherwise fail (or score silently wrong) on every later search, e.g. rrf_k=-1 divides by zero
+        _number(self, "dense_weight", 0.0, 1.0)
+        _number(self, "bm25_k1", 0.0, math.inf)
+        _number(self, "bm25_b", 0.0, 1.0)
+        _integer(self, "rrf_k", 0)
+        _integer(self, "hnsw_threshold", 0)
+        _integer(self, "candidates", 1)
+        if not isinstance(self.stem, bool):
+            raise ConfigError(f"semantic option stem must be true or false, got {self.stem!r}")
+        if not isinstance(self.lexical_text, TextConfig):
+            raise ConfigError(f"semantic option lexical_text must be a TextConfig, got {self.lexical_text!r}")
+        if self.lexical_norm not in NORMALISERS:
+            expected = ", ".join(NORMALISERS)
+            raise ConfigError(f"unknown lexical_norm {self.lexical_norm!r}; expected one of {expected}")
         if self.lexical not in LEXICAL_KINDS:
             expected = ", ".join(LEXICAL_KINDS)
             raise ConfigError(f"unknown lexical index {self.lexical!r}; expected one of {expected}")
@@ -74,6 +89,24 @@ class SemanticConfig:
 
     def with_(self, **changes: object) -> SemanticConfig:
         return replace(self, **changes)
+
+
+def _number(config: SemanticConfig, name: str, low: float, high: float) -> None:
+    value = getattr(config, name)
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, Real)
+        or not math.isfinite(value)
+        or not low <= value <= high
+    ):
+        bounds = f"in [{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
+        raise ConfigError(f"semantic option {name} must be a finite number {bounds}, got {value!r}")
+
+
+def _integer(config: SemanticConfig, name: str, low: int) -> None:
+    value = getattr(config, name)
+    if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
+        raise ConfigError(f"semantic option {name} must be an integer >= {low}, got {value!r}")
 
 
 DEFAULT_SEMANTIC = SemanticConfig()
