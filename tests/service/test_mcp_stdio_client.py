@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import anyio
@@ -15,6 +14,7 @@ from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
 from rated import Tool  # noqa: E402
+from rated.cli import main  # noqa: E402
 from rated.encode.testing import HashEncoder  # noqa: E402
 from rated.retriever import Retriever  # noqa: E402
 
@@ -40,7 +40,7 @@ BAD_CALLS = [  # (tool, arguments, what the error message must say)
 ]
 
 
-def test_an_sdk_client_drives_rated_mcp_and_its_writes_reach_the_database(tmp_path):
+def test_an_sdk_client_drives_rated_mcp_and_its_writes_reach_the_database(tmp_path, capsys):
     db = tmp_path / "mcp.db"
     Retriever.from_catalog(TOOLS, db=db, encoder=HashEncoder(64)).close()
     params = StdioServerParameters(
@@ -100,13 +100,6 @@ def test_an_sdk_client_drives_rated_mcp_and_its_writes_reach_the_database(tmp_pa
             ("weather", "rate_limited"),
         ]
         assert not r.health(seen["top"]).healthy  # type: ignore[arg-type]
-    cli = subprocess.run(
-        [sys.executable, "-m", "rated.cli", "search", QUERY, "--db", str(db), "-k", "3", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    hits = json.loads(cli.stdout)
-    hits = hits["hits"] if isinstance(hits, dict) else hits
+    assert main(["search", QUERY, "--db", str(db), "-k", "3", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)["hits"]
     assert next(h for h in hits if h["id"] == seen["top"])["healthy"] is False
