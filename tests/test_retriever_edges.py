@@ -308,3 +308,14 @@ def test_a_fresh_process_ranks_like_the_live_retriever_after_add_remove_and_feed
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == live
+
+
+@pytest.mark.parametrize("db", [3, object()])
+def test_a_db_that_is_neither_path_url_nor_store_is_a_config_error(db):
+    with pytest.raises(ConfigError, match="db must be None"):
+        Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(32))
+
+
+def test_open_without_a_database_says_so():
+    with pytest.raises(ConfigError, match="Retriever.open needs the database"):
+        Retriever.open(None)  # type: ignore[arg-type]

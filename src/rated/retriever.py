@@ -182,6 +182,8 @@ class Retriever:
         unknown = set(store_options) - set(_STORE_OPTIONS)
         if unknown:
             raise ConfigError(f"unknown Retriever.open option(s): {', '.join(sorted(unknown))}")
+        if db is None:  # a new in-memory store is always empty
+            raise ConfigError("Retriever.open needs the database (a path, a redis:// URL or a Store)")
         store = open_store(db, create=False, **store_options)
         with setup.closing_on_error(store, db):
             raw = store.get_meta()

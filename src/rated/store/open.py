@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
+from rated.errors import ConfigError
 from rated.store.base import Store
 from rated.store.memory import MemoryStore
 from rated.store.sqlite import SQLiteStore
@@ -21,9 +23,14 @@ def open_store(db: str | Path | Store | None, *, create: bool = True, **options:
     """
     if db is None:
         return MemoryStore()
-    if not isinstance(db, (str, Path)):
+    if not isinstance(db, (str, os.PathLike)):
+        if not isinstance(db, Store):  # else an AttributeError deep inside the first store call
+            raise ConfigError(
+                "db must be None (in memory), a file path, a redis:// URL or a Store, "
+                f"got {type(db).__name__}"
+            )
         return db
-    text = str(db)
+    text = os.fspath(db)
     if text.startswith(REDIS_SCHEMES):
         from rated.store.redis import RedisStore
 
