@@ -10,17 +10,18 @@ Accepted inputs (detected, never guessed silently):
 - Anthropic tool definitions ``[{"name", "description", "input_schema"}]``;
 - an MCP ``tools/list`` result: ``{"tools": [{"name", "description", "inputSchema", ...}]}``, or the
   whole JSON-RPC response ``{"jsonrpc": "2.0", "id": 1, "result": {"tools": [...]}}`` (a chat request
-  body's ``{"tools": [...]}`` of OpenAI/Anthropic definitions works too).
+  body's ``{"tools": [...]}`` of OpenAI/Anthropic definitions works too);
+- an OpenAPI 3.0/3.1 or Swagger 2.0 document (JSON): one tool per operation (``rated.catalog.openapi``).
 
 Files are UTF-8 (a BOM is fine); UTF-16/32 files that start with a BOM are re-encoded.
 
-OpenAI, Anthropic and MCP definitions (in a list, or one per JSONL line) carry no id: one is made as
-``"<source>:<name>"`` (``source`` defaults to ``openai`` / ``anthropic`` / ``mcp``; pass the server name
-to keep ids apart across servers), and a repeated name gets ``#2``, ``#3`` in order of appearance, so
-ids are stable as long as the list order is. Every problem in the
-input is collected (location, field, reason) and raised together as one ``CatalogError``: a catalog is
-either loaded whole or rejected, never half-loaded, and duplicate ids are an error, not an overwrite (ids
-equal up to Unicode normalisation count as duplicates; ids differing in case do not, they are distinct).
+OpenAI, Anthropic, MCP and OpenAPI definitions (in a list, or one per JSONL line) carry no id: one is
+made as ``"<source>:<name>"`` (``source`` defaults to ``openai`` / ``anthropic`` / ``mcp`` / ``openapi``;
+pass the server name to keep ids apart across servers), and a repeated name gets ``#2``, ``#3`` in order
+of appearance, so ids are stable as long as the list order is. Every problem in the input is collected
+(location, field, reason) and raised together as one ``CatalogError``: a catalog is either loaded whole or
+rejected, never half-loaded, and duplicate ids are an error, not an overwrite (ids equal up to Unicode
+normalisation count as duplicates; ids differing in case do not, they are distinct).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from rated.catalog.openapi import is_openapi, openapi_records
 from rated.catalog.schema import Tool
 from rated.errors import CatalogError, CatalogProblem
 from rated.paths import atomic_path
@@ -74,6 +76,10 @@ def load_catalog(
                 raise CatalogError("is a directory, not a catalog file", path=path_label)
             if not path.is_file():
                 raise CatalogError("catalog file not found", path=path_label)
+            if path.suffix.lower() in (".yaml", ".yml"):
+                raise CatalogError(
+                    "YAML is not read: convert the file (e.g. an OpenAPI spec) to JSON", path=path_label
+                )
             try:
                 raw = path.read_bytes()
             except OSError as exc:
@@ -227,6 +233,11 @@ def _jsonl(raw: bytes, source_name: str | None) -> tuple[list[_Pending], list[Ca
 
 
 def _from_object(obj: Any, source_name: str | None) -> tuple[list[_Pending], list[CatalogProblem]]:
+    if is_openapi(obj):
+        records, problems = openapi_records(obj, source_name)
+        pending: list[_Pending] = [(loc, {"id": "", **rec}, {}) for loc, rec in records]
+        _assign_ids(pending, list(range(len(pending))))
+        return pending, problems
     if isinstance(obj, dict) and ("jsonrpc" in obj or "result" in obj or "error" in obj):
         if "error" in obj and obj.get("error") is not None:
             err = obj["error"]

@@ -24,7 +24,11 @@ __all__ = ["add_db_argument", "register"]
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this group's sub-commands to the ``rated`` parser."""
     p = sub.add_parser("index", help="encode a tool catalog into a database")
-    p.add_argument("catalog", metavar="CATALOG", help="JSONL, JSON list, OpenAI tool list or MCP tools/list")
+    p.add_argument(
+        "catalog",
+        metavar="CATALOG",
+        help="JSONL, JSON list, OpenAI/Anthropic tool list, MCP tools/list or OpenAPI (JSON)",
+    )
     add_db_argument(p)
     p.add_argument(
         "--encoder",
