@@ -130,3 +130,12 @@ def test_ids_equal_up_to_unicode_normalisation_are_duplicates(tmp_path: Path) ->
 def test_ids_differing_in_case_are_distinct() -> None:
     tools = load_catalog([{"id": "Search", "name": "Search"}, {"id": "search", "name": "search"}])
     assert [t.id for t in tools] == ["Search", "search"]
+
+
+def test_ids_with_control_characters_are_rejected() -> None:
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(
+            [{"id": "tab\tid", "name": "a"}, {"id": "new\nline", "name": "b"}, {"id": "ok", "name": "c"}]
+        )
+    assert [(loc, field) for loc, field, _ in _reasons(exc)] == [("item 0", "id"), ("item 1", "id")]
+    assert "control characters" in _reasons(exc)[0][2]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from enum import StrEnum
 from typing import Any
 
@@ -70,6 +71,14 @@ class Tool(BaseModel):
         value = value.strip()
         if not value:
             raise ValueError("must not be blank")
+        return value
+
+    @field_validator("id")
+    @classmethod
+    def _printable_id(cls, value: str) -> str:
+        # a tab or newline inside an id is a data error that no one could type back (rated feedback ID)
+        if any(unicodedata.category(c) == "Cc" for c in value):
+            raise ValueError("must not contain control characters (tab, newline, ...)")
         return value
 
     @field_validator("tags", mode="before")
