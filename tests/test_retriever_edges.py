@@ -226,6 +226,26 @@ def test_remove_tools_needs_ids():
         r.remove_tools(None)  # type: ignore[arg-type]
 
 
+def test_removing_no_tools_is_no_catalog_change(tmp_path):
+    r = Retriever.from_catalog(catalog(), db=tmp_path / "r.db", encoder=HashEncoder(32))
+    before = r._store.catalog_version()
+    r.remove_tools([])
+    assert r._store.catalog_version() == before and len(r) == 5
+
+
+def test_the_store_refuses_the_last_tool_even_when_the_retriever_view_is_stale(tmp_path):
+    """Two writers removing different tools at once must not empty the index between them."""
+    db = tmp_path / "race.db"
+    r = Retriever.from_catalog(catalog()[:2], db=db, encoder=HashEncoder(32))
+    other = Retriever.open(db)
+    first, second = (t.id for t in catalog()[:2])
+    r._refresh = lambda: None  # type: ignore[method-assign]  # r checks against its old view of 2 tools
+    other.remove_tools([first])
+    with pytest.raises(ConfigError, match="every tool"):
+        r.remove_tools([second])
+    assert [h.tool.id for h in Retriever.open(db).tools()] == [second]
+
+
 # ---- several retrievers, threads and processes ------------------------------------------------------------
 def test_len_and_tool_see_what_another_retriever_removed(tmp_path):
     db = tmp_path / "two.db"

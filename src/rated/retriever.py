@@ -355,13 +355,15 @@ class Retriever:
                 f"remove_tools takes a tool id or a list of them, got {type(tool_ids).__name__}"
             )
         ids = list(dict.fromkeys([tool_ids] if isinstance(tool_ids, str) else tool_ids))
+        if not ids:
+            return  # nothing to do: no catalog change for other retrievers to reload
         with self._lock:
             self._refresh()
             check_known_ids(ids, self._by_id)
             if len(ids) >= len(self._by_id):
                 raise ConfigError("cannot remove every tool: an index needs at least one")
             index = self._search_index()
-            version = self._store.delete_tools(ids)
+            version = self._store.delete_tools(ids, keep_one=True)  # re-checked inside the change
             index.remove(ids)
             for tool_id in ids:
                 self._policy.set_state(tool_id, None)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rated.errors import ConfigError
-from rated.store.base import IndexExistsError, OutcomeRecord, Store
+from rated.store.base import IndexExistsError, LastToolError, OutcomeRecord, Store
 from rated.store.memory import MemoryStore
 from rated.store.sqlite import SQLiteStore
 
@@ -235,3 +235,24 @@ def test_open_store_picks_the_backend(tmp_path):
     assert isinstance(s, SQLiteStore) and s.durability == "full"
     assert open_store(s) is s
     s.close()
+
+
+def test_delete_with_keep_one_refuses_to_empty_the_index_and_changes_nothing(store):
+    _put(store, ["a", "b"])
+    store.update_states(["a"], lambda cur: {"a": b"1"})
+    before = store.catalog_version()
+    with pytest.raises(LastToolError, match="every tool"):
+        store.delete_tools(["a", "b"], keep_one=True)
+    assert store.load_catalog().ids == ("a", "b") and store.catalog_version() == before
+    assert store.load_states(["a"]) == {"a": b"1"}
+    store.delete_tools(["b", "no-such-tool"], keep_one=True)  # ids not there do not count as remaining
+    assert store.load_catalog().ids == ("a",)
+    with pytest.raises(LastToolError):
+        store.delete_tools(["a", "b"], keep_one=True)  # the last one, named with one already gone
+    assert store.load_catalog().ids == ("a",)
+
+
+def test_deleting_no_ids_changes_nothing(store):
+    _put(store, ["a"])
+    before = store.catalog_version()
+    assert store.delete_tools([]) == before == store.catalog_version()

@@ -3,6 +3,7 @@
 from rated.store.base import (
     CatalogStore,
     IndexExistsError,
+    LastToolError,
     OutcomeRecord,
     OutcomeStats,
     StateStore,
@@ -17,6 +18,7 @@ from rated.store.sqlite import SQLiteStore
 __all__ = [
     "CatalogStore",
     "IndexExistsError",
+    "LastToolError",
     "MemoryStore",
     "OutcomeRecord",
     "OutcomeStats",

@@ -18,6 +18,7 @@ from rated.errors import ConfigError
 __all__ = [
     "CatalogStore",
     "IndexExistsError",
+    "LastToolError",
     "OutcomeRecord",
     "OutcomeStats",
     "StateStore",
@@ -30,6 +31,10 @@ FORMAT_VERSION = 1  # bump when the layout of a store changes; stores refuse oth
 
 class IndexExistsError(ConfigError):
     """``replace_catalog(..., expect_empty=True)`` found an index there already (another writer built one)."""
+
+
+class LastToolError(ConfigError):
+    """``delete_tools(..., keep_one=True)`` would have left the index without any tool."""
 
 
 @dataclass(frozen=True)
@@ -124,8 +129,13 @@ class CatalogStore(Protocol):
         """
         ...
 
-    def delete_tools(self, ids: Sequence[str]) -> int:
-        """Remove tools and any policy state stored under their ids; returns the new catalog version."""
+    def delete_tools(self, ids: Sequence[str], *, keep_one: bool = False) -> int:
+        """Remove tools and any policy state stored under their ids; returns the new catalog version.
+
+        No ids: nothing changes (the version stays). ``keep_one``: raise ``LastToolError`` (and change
+        nothing) when no tool would remain, checked inside the change, so that two writers removing
+        different tools at once cannot empty an index between them.
+        """
         ...
 
     def clear(self) -> None:

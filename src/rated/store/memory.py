@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from rated.store.base import IndexExistsError, OutcomeRecord, OutcomeStats, StoredCatalog
+from rated.store.base import IndexExistsError, LastToolError, OutcomeRecord, OutcomeStats, StoredCatalog
 from rated.store.rows import check_tool_rows, empty_catalog_dim
 from rated.store.stats import recent_outcomes, summarise_outcomes
 
@@ -79,8 +79,12 @@ class MemoryStore:
         for i, tool_id in enumerate(ids):
             self._tools[tool_id] = (records[i], emb[i].copy(), float(prior[i]), dict(details[i]))
 
-    def delete_tools(self, ids: Sequence[str]) -> int:
+    def delete_tools(self, ids: Sequence[str], *, keep_one: bool = False) -> int:
         with self._lock:
+            if not ids:
+                return self._catalog_version
+            if keep_one and self._tools.keys() <= set(ids):
+                raise LastToolError("cannot remove every tool: an index needs at least one")
             for tool_id in ids:
                 self._tools.pop(tool_id, None)
                 if self._states.pop(tool_id, None) is not None:

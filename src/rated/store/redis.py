@@ -24,7 +24,14 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
-from rated.store.base import FORMAT_VERSION, IndexExistsError, OutcomeRecord, OutcomeStats, StoredCatalog
+from rated.store.base import (
+    FORMAT_VERSION,
+    IndexExistsError,
+    LastToolError,
+    OutcomeRecord,
+    OutcomeStats,
+    StoredCatalog,
+)
 from rated.store.rows import check_tool_rows, decode_json, decode_meta, decode_vector, empty_catalog_dim
 from rated.store.stats import recent_outcomes, summarise_outcomes
 
@@ -197,13 +204,16 @@ class RedisStore:
 
         return int(self._optimistic([self._k("order")], body))
 
-    def delete_tools(self, ids: Sequence[str]) -> int:
+    def delete_tools(self, ids: Sequence[str], *, keep_one: bool = False) -> int:
         if not ids:
             return self.catalog_version()
+        order = self._k("order")
 
-        def run() -> int:
-            pipe = self._r.pipeline(transaction=True)
-            pipe.zrem(self._k("order"), *ids)
+        def body(pipe: Any) -> int:
+            if keep_one and pipe.zcard(order) <= sum(s is not None for s in pipe.zmscore(order, list(ids))):
+                raise LastToolError(f"{self._where}: cannot remove every tool: an index needs at least one")
+            pipe.multi()
+            pipe.zrem(order, *ids)
             for name in ("tools", "emb", "prior"):
                 pipe.hdel(self._k(name), *ids)
             pipe.delete(*(self._k(f"s:{t}") for t in ids))
@@ -211,7 +221,7 @@ class RedisStore:
             pipe.incr(self._k("catver"))
             return int(pipe.execute()[-1])
 
-        return int(self._call(run))
+        return int(self._optimistic([order] if keep_one else [], body))
 
     def clear(self) -> None:
         def run() -> None:

@@ -32,7 +32,14 @@ from typing import Any
 import numpy as np
 
 from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
-from rated.store.base import FORMAT_VERSION, IndexExistsError, OutcomeRecord, OutcomeStats, StoredCatalog
+from rated.store.base import (
+    FORMAT_VERSION,
+    IndexExistsError,
+    LastToolError,
+    OutcomeRecord,
+    OutcomeStats,
+    StoredCatalog,
+)
 from rated.store.rows import check_tool_rows, decode_json, decode_meta, decode_vector, empty_catalog_dim
 from rated.store.stats import outcome_slot
 
@@ -280,11 +287,15 @@ class SQLiteStore:
             [(t, float(prior[i]), json.dumps(dict(details[i]))) for i, t in enumerate(ids)],
         )
 
-    def delete_tools(self, ids: Sequence[str]) -> int:
+    def delete_tools(self, ids: Sequence[str], *, keep_one: bool = False) -> int:
+        if not ids:
+            return self.catalog_version()
         params = [(t,) for t in ids]
         with self._write() as conn:
             for table, column in _TOOL_TABLES:
                 conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", params)
+            if keep_one and not conn.execute("SELECT EXISTS (SELECT 1 FROM tools)").fetchone()[0]:
+                raise LastToolError(f"{self.path}: cannot remove every tool: an index needs at least one")
             return self._bump_catalog(conn)
 
     def clear(self) -> None:
