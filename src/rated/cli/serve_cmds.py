@@ -36,9 +36,9 @@ def _serve(args: argparse.Namespace) -> int:
     with Retriever.open(settings.db, busy_timeout=settings.busy_timeout) as retriever:  # errors: one line
         retriever.index  # noqa: B018 - build the index now: the first request should not pay for it
         app = create_app(settings, retriever=retriever)
-        err_console.print(
-            f"rated: serving {len(retriever)} tools from {settings.db} "
-            f"on http://{settings.host}:{settings.port} (docs at /docs)"
+        err_console.print(  # uvicorn says when the port is bound ("Uvicorn running on ...")
+            f"rated: {len(retriever)} tools from {settings.db}; starting on "
+            f"http://{settings.host}:{settings.port} (docs at /docs)"
         )
         uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
     return 0
