@@ -45,6 +45,7 @@ def test_tools_are_listed_with_schemas_and_work_in_process(retriever):
             assert {"tool_id", "outcome", "query", "retry_after"} <= set(
                 listed["report_outcome"].input_schema["properties"]
             )
+            assert all(t.input_schema["additionalProperties"] is False for t in listed.values())
 
             found = await client.call_tool("find_tools", {"query": QUERY, "k": 2})
             assert not found.is_error
@@ -67,6 +68,13 @@ def test_tools_are_listed_with_schemas_and_work_in_process(retriever):
                 ("report_outcome", {"tool_id": "mail.a", "outcome": "timeout", "retry_after": "5"}, "number"),
                 ("report_outcome", {"tool_id": "nope", "outcome": "success"}, "unknown tool id"),
                 ("report_outcome", {"tool_id": "mail.a", "outcome": "exploded"}, "unknown outcome"),
+                # unknown arguments are named, not dropped (k would silently be the default)
+                ("find_tools", {"query": QUERY, "top_k": 1}, "top_k"),
+                (
+                    "report_outcome",
+                    {"tool_id": "mail.a", "outcome": "rate_limited", "retry_after_s": 9},
+                    "retry_after_s",
+                ),
             ]:
                 bad = await client.call_tool(name, args)
                 assert bad.is_error and message in bad.content[0].text

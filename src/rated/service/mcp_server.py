@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Field, Strict
+from pydantic import ConfigDict, Field, Strict
 
 from rated.errors import ConfigError, RatedError
 from rated.outcome import OutcomeKind
@@ -23,7 +23,10 @@ from rated.service.schemas import FeedbackOut, RetrieveOut
 from rated.service.settings import Settings
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.tools import Tool
 
 __all__ = ["build_mcp_server"]
 
@@ -91,7 +94,6 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
     from rated import __version__
 
     settings = settings or Settings()
-    server = MCPServer(name="rated", instructions=INSTRUCTIONS, version=__version__)
 
     def find_tools(query: Task, k: int = settings.default_k) -> RetrieveOut:
         with _as_tool_error("find_tools", ToolError):
@@ -105,9 +107,25 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
             return record_feedback(retriever, tool_id, outcome, query, retry_after)
 
     find_tools.__annotations__["k"] = _k_param(settings.max_k)  # the limit is known only now
-    server.add_tool(find_tools, description=FIND_TOOLS)
-    server.add_tool(report_outcome, description=REPORT_OUTCOME)
-    return server
+    tools = [_closed_tool(find_tools, FIND_TOOLS), _closed_tool(report_outcome, REPORT_OUTCOME)]
+    return MCPServer(name="rated", instructions=INSTRUCTIONS, version=__version__, tools=tools)
+
+
+def _closed_tool(fn: Callable[..., Any], description: str) -> Tool:
+    """``fn`` as an MCP tool whose arguments are closed: an unknown one is an error naming it.
+
+    The SDK drops unknown arguments silently, so a model that sends ``top_k`` would get the default ``k``
+    and one that sends ``retry_after_seconds`` would have a rate limit held against the tool, with no sign
+    of either. The closed model also says ``additionalProperties: false`` in the published schema.
+    """
+    from mcp.server.mcpserver.tools import Tool
+
+    tool = Tool.from_function(fn, description=description)
+    model = tool.fn_metadata.arg_model
+    closed = type(model.__name__, (model,), {"model_config": ConfigDict(extra="forbid")})
+    tool.fn_metadata.arg_model = closed  # read at each call (the SDK documents this field as live)
+    tool.parameters = closed.model_json_schema(by_alias=True)
+    return tool
 
 
 @contextmanager
