@@ -30,6 +30,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from rated.cli.output import err_console
     from rated.retriever import Retriever
+    from rated.retriever_setup import describe_db
     from rated.service import Settings, create_app
 
     settings = Settings.from_env(db=args.db, host=args.host, port=args.port)
@@ -37,7 +38,7 @@ def _serve(args: argparse.Namespace) -> int:
         retriever.index  # noqa: B018 - build the index now: the first request should not pay for it
         app = create_app(settings, retriever=retriever)
         err_console.print(  # uvicorn says when the port is bound ("Uvicorn running on ...")
-            f"rated: {len(retriever)} tools from {settings.db}; starting on "
+            f"rated: {len(retriever)} tools from {describe_db(retriever.store)}; starting on "
             f"http://{settings.host}:{settings.port} (docs at /docs)"
         )
         uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)

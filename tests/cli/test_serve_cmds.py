@@ -1,0 +1,33 @@
+"""``rated serve`` start-up, without binding a port (uvicorn.run is replaced)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("uvicorn")
+
+import uvicorn  # noqa: E402
+
+from rated import Tool  # noqa: E402
+from rated.cli import main  # noqa: E402
+from rated.encode.testing import HashEncoder  # noqa: E402
+from rated.retriever import Retriever  # noqa: E402
+from rated.store.memory import MemoryStore  # noqa: E402
+
+
+def test_serve_names_the_database_as_its_store_does_never_with_a_password(monkeypatch, capsys):
+    store = MemoryStore()
+    tools = [
+        Tool(id="a", name="send_email", description="Send an email"),
+        Tool(id="b", name="b", description="x"),
+    ]
+    Retriever.from_catalog(tools, db=store, encoder=HashEncoder(32)).close()
+    store.url = "redis://:***@cache:6379/0"  # what RedisStore.url holds for a URL with a password
+    real_open = Retriever.open
+    monkeypatch.setattr(Retriever, "open", lambda db, **kw: real_open(store, encoder=HashEncoder(32), **kw))
+    ran = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: ran.update(kw))
+    assert main(["serve", "--db", "redis://:hunter2@cache:6379/0", "--port", "8123"]) == 0
+    err = capsys.readouterr().err
+    assert "hunter2" not in err and "redis://:***@cache:6379/0" in err and "2 tools" in err
+    assert "starting on http://127.0.0.1:8123" in err and ran["port"] == 8123
