@@ -8,13 +8,34 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["atomic_path", "data_dir", "rated_home"]
+from rated.errors import ConfigError
+
+__all__ = ["HOME_ENV", "atomic_path", "data_dir", "rated_home"]
+
+
+HOME_ENV = "RATED_HOME"
 
 
 def rated_home() -> Path:
-    """``$RATED_HOME`` or ``~/.cache/rated``; created on demand."""
-    home = Path(os.environ.get("RATED_HOME") or Path.home() / ".cache" / "rated").expanduser()
-    home.mkdir(parents=True, exist_ok=True)
+    """``$RATED_HOME`` or ``~/.cache/rated``, as an absolute path; created on demand.
+
+    Absolute, so that processes started from different folders share one cache. A folder that cannot
+    be created (a file in the way, no permission) is a ConfigError naming it; an existing read-only
+    folder is fine (a prepared cache is only read).
+    """
+    env = os.environ.get(HOME_ENV)
+    home = Path(env or Path.home() / ".cache" / "rated").expanduser().absolute()
+    if home.is_dir():
+        return home
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        origin = f"${HOME_ENV}" if env else "the default cache folder"
+        reason = exc.strerror or str(exc)
+        raise ConfigError(
+            f"cannot use {home} ({origin}) as rated's cache folder: {reason}; "
+            f"set {HOME_ENV} to a writable folder"
+        ) from None
     return home
 
 

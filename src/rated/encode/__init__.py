@@ -29,8 +29,23 @@ def default_encoder(progress: bool = True, *, quantized: bool | None = None) -> 
         quantized = os.environ.get(INT8_ENV, "").strip() == "1"
     with _lock:
         if quantized not in _defaults:
-            from rated.encode.onnx import OnnxEncoder
-            from rated.encode.prepare import prepare_minilm
-
-            _defaults[quantized] = OnnxEncoder.load(prepare_minilm(progress=progress), quantized=quantized)
+            _defaults[quantized] = _load_default(progress, quantized)
         return _defaults[quantized]
+
+
+def _load_default(progress: bool, quantized: bool) -> OnnxEncoder:
+    """Load the prepared model; one that fails to load because a file is damaged is prepared again."""
+    from rated.encode.manifest import verify_model_dir
+    from rated.encode.onnx import OnnxEncoder
+    from rated.encode.prepare import prepare_minilm
+    from rated.errors import ModelError
+
+    model_dir = prepare_minilm(progress=progress)
+    try:
+        return OnnxEncoder.load(model_dir, quantized=quantized)
+    except ModelError:
+        try:
+            verify_model_dir(model_dir, deep=True)
+        except ModelError:  # damaged (same size, so the quick check passed): rebuild it, then load again
+            return OnnxEncoder.load(prepare_minilm(progress=progress, deep=True), quantized=quantized)
+        raise

@@ -16,6 +16,8 @@ from rated.errors import IndexFormatError, ModelError
 __all__ = [
     "MANIFEST_NAME",
     "MODEL_FORMAT_VERSION",
+    "SMALL_FILE_BYTES",
+    "damaged",
     "file_sha256",
     "read_manifest",
     "verify_model_dir",
@@ -24,6 +26,9 @@ __all__ = [
 
 MANIFEST_NAME = "manifest.json"
 MODEL_FORMAT_VERSION = 1
+# Files up to this size (tokenizer, vocabulary, configs) are hashed on every check: about a millisecond,
+# and a same-size edit of the tokenizer would otherwise give wrong embeddings without any error.
+SMALL_FILE_BYTES = 4 << 20
 
 
 def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
@@ -75,19 +80,30 @@ def read_manifest(model_dir: str | Path) -> dict[str, Any]:
 
 
 def verify_model_dir(model_dir: str | Path, *, deep: bool = False) -> dict[str, Any]:
-    """Check that every file in the manifest is present with its size (and sha256 when ``deep``).
+    """Check that every file in the manifest is present with its size and, for files up to
+    ``SMALL_FILE_BYTES`` (all files when ``deep``), its sha256.
 
-    Returns the manifest; raises ModelError naming the first damaged file.
+    Returns the manifest; raises ModelError naming the first damaged file and what to do about it.
     """
     model_dir = Path(model_dir)
     manifest = read_manifest(model_dir)
     for rel, meta in manifest["files"].items():
         path = model_dir / rel
         if not path.is_file():
-            raise ModelError(f"{model_dir}: model file {rel} is missing")
+            raise ModelError(damaged(model_dir, f"model file {rel} is missing"))
         size = path.stat().st_size
         if size != meta["size"]:
-            raise ModelError(f"{model_dir}: model file {rel} has size {size}, expected {meta['size']}")
-        if deep and file_sha256(path) != meta["sha256"]:
-            raise ModelError(f"{model_dir}: model file {rel} does not match its sha256 in the manifest")
+            raise ModelError(damaged(model_dir, f"model file {rel} has size {size}, expected {meta['size']}"))
+        if (deep or size <= SMALL_FILE_BYTES) and file_sha256(path) != meta["sha256"]:
+            raise ModelError(
+                damaged(model_dir, f"model file {rel} does not match its sha256 in the manifest")
+            )
     return manifest
+
+
+def damaged(model_dir: Path, detail: str) -> str:
+    """The message for a damaged model folder: what is wrong and what to do."""
+    return (
+        f"{model_dir}: {detail}; the folder is damaged: delete it and prepare the model again "
+        "(the default encoder prepares it again by itself on next use)"
+    )

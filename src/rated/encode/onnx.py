@@ -3,13 +3,17 @@
 The graph runs on onnxruntime, or (opt-in) on OpenVINO in bfloat16 (:mod:`rated.encode.runtime`).
 
 Texts are tokenised with the model's own ``tokenizer.json`` (``tokenizers``), truncated to the model's
-``max_seq_length`` as sentence-transformers does, sorted by length and batched so that padding stays small;
-the graph does mean pooling and L2 normalisation, so the output rows are unit-norm float32.
+``max_seq_length`` as sentence-transformers does (the words past it do not count), sorted by length and
+batched so that padding stays small; the graph does mean pooling and L2 normalisation, so the output rows
+are unit-norm float32. A very long text is tokenised only as far as the model reads it (tokenizers would
+otherwise split the whole text into windows that are thrown away: time and memory growing with its size),
+and lone surrogates (valid in JSON, rejected by tokenizers) become U+FFFD.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +29,10 @@ __all__ = ["ENCODER_THREADS_ENV", "MAX_BATCH_TOKENS", "OnnxEncoder", "default_th
 ENCODER_THREADS_ENV = "RATED_ENCODER_THREADS"
 _MAX_DEFAULT_THREADS = 4
 MAX_BATCH_TOKENS = 512
+# A text is first tokenised up to the last space within this many characters per token the model reads:
+# real text averages 4-6 characters per token, so the prefix almost always holds enough of them.
+_CHARS_PER_TOKEN = 16
+_LAST_BREAK = re.compile(r"[ \t\n][^ \t\n]*\Z")
 
 
 def default_threads() -> int:
@@ -88,23 +96,35 @@ class OnnxEncoder:
 
         model_dir = Path(model_dir)
         manifest = verify_model_dir(model_dir) if verify else read_manifest(model_dir)
-        onnx_path = model_dir / manifest.get("onnx", {}).get("file", "model.onnx")
+        float_path = model_dir / manifest.get("onnx", {}).get("file", "model.onnx")
         resolve_backend(backend, quantized=quantized)  # a bad setting fails before any work
+        onnx_path = float_path
         if quantized:
             from rated.encode.quantize import quantized_model_path
 
-            onnx_path = quantized_model_path(model_dir, onnx_path)
+            onnx_path = quantized_model_path(model_dir, float_path)
         try:
             tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         except Exception as exc:  # tokenizers raises a bare Exception
+            _name_the_damage(model_dir, verify)
             raise ModelError(f"cannot load {model_dir / 'tokenizer.json'}: {exc}") from None
         max_length = int(manifest["max_seq_length"])
         tokenizer.enable_truncation(max_length=max_length)
         tokenizer.no_padding()  # we pad per batch, after sorting by length
         sha = manifest["files"].get("model.safetensors", {}).get("sha256", "")
         name = str(manifest.get("name", model_dir.name)) + ("-int8" if quantized else "")
+        threads = threads or default_threads()
+        try:
+            runner = open_runner(model_dir, onnx_path, threads, backend, quantized=quantized)
+        except ModelError:
+            _name_the_damage(model_dir, verify)
+            if not quantized:
+                raise
+            # the float graph is whole, so the damaged file is its int8 copy: derived, so build it again
+            onnx_path = quantized_model_path(model_dir, float_path, rebuild=True)
+            runner = open_runner(model_dir, onnx_path, threads, backend, quantized=quantized)
         return cls(
-            open_runner(model_dir, onnx_path, threads or default_threads(), backend, quantized=quantized),
+            runner,
             tokenizer,
             name=name,
             dim=int(manifest["dim"]),
@@ -135,11 +155,11 @@ class OnnxEncoder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if len(texts) == 1:  # the latency-critical path: no sorting, no padding
-            ids = np.asarray([self._tokenizer.encode(texts[0]).ids], dtype=np.int64)
+            ids = np.asarray([self._tokenize(texts)[0].ids], dtype=np.int64)
             return self._runner.run(ids, np.ones_like(ids))
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        encodings = self._tokenizer.encode_batch(texts)
+        encodings = self._tokenize(texts)
         lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
         order = np.argsort(lengths, kind="stable")
         out = np.empty((len(texts), self.dim), dtype=np.float32)
@@ -154,6 +174,25 @@ class OnnxEncoder:
                 mask[row, :n] = 1
             out[batch] = self._runner.run(ids, mask)
         return out
+
+    def _tokenize(self, texts: list[str]) -> list[Any]:
+        """Truncated encodings of ``texts``, tokenising a long text only as far as the model reads it.
+
+        A prefix cut at a space, tab or newline tokenises like the start of the whole text, so when the
+        prefix alone fills ``max_length`` tokens the truncated result is the same; otherwise (a prefix of
+        mostly spaces, or of text without spaces) the whole text is tokenised.
+        """
+        limit = self.max_length * _CHARS_PER_TOKEN
+        heads = [_head(text, limit) for text in texts]
+        encode = self._tokenizer.encode if len(texts) == 1 else None
+        encodings = [encode(heads[0])] if encode else self._tokenizer.encode_batch(heads)
+        short = [
+            i for i, e in enumerate(encodings) if heads[i] is not texts[i] and len(e.ids) < self.max_length
+        ]
+        if short:
+            for i, e in zip(short, self._tokenizer.encode_batch([texts[i] for i in short]), strict=True):
+                encodings[i] = e
+        return encodings
 
     def __repr__(self) -> str:
         fields = f"name={self.name!r}, dim={self.dim}, backend={self.backend!r}"
@@ -176,6 +215,20 @@ def _token_batches(sorted_lengths: np.ndarray, order: np.ndarray, max_texts: int
     return batches
 
 
+def _name_the_damage(model_dir: Path, verify: bool) -> None:
+    """After a file failed to load: raise the ModelError naming the damaged file, if the hashes find one."""
+    if verify:
+        verify_model_dir(model_dir, deep=True)
+
+
+def _head(text: str, limit: int) -> str:
+    """``text`` itself when short, else its start up to the last space, tab or newline before ``limit``."""
+    if len(text) <= limit:
+        return text
+    match = _LAST_BREAK.search(text, 0, limit)
+    return text[: match.start()] if match else text
+
+
 def _check_texts(texts: Sequence[str]) -> list[str]:
     if isinstance(texts, str):
         raise TypeError("encode_* expects a sequence of strings, not a single string")
@@ -183,7 +236,18 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
     for i, text in enumerate(out):
         if not isinstance(text, str):
             raise TypeError(f"texts[{i}] is {type(text).__name__}, not str")
+        if not text.isascii():
+            out[i] = _without_lone_surrogates(text)
     return out
+
+
+def _without_lone_surrogates(text: str) -> str:
+    """Join surrogate pairs and replace lone surrogates (which tokenizers rejects) with U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 def _progress(batches: list[np.ndarray], total: int, *, enabled: bool, label: str) -> Iterator[np.ndarray]:

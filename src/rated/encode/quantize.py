@@ -19,6 +19,7 @@ from rated.paths import atomic_path
 __all__ = ["QUANTIZED_NAME", "quantize_onnx", "quantized_model_path"]
 
 QUANTIZED_NAME = "model.int8.onnx"
+logger = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
@@ -59,9 +60,22 @@ def quantize_onnx(src: Path, dest: Path) -> Path:
     return dest
 
 
-def quantized_model_path(model_dir: Path, onnx_path: Path) -> Path:
-    """The int8 graph next to ``onnx_path``, built on first use."""
+def quantized_model_path(model_dir: Path, onnx_path: Path, *, rebuild: bool = False) -> Path:
+    """The int8 graph next to ``onnx_path``, built on first use (or again when ``rebuild``).
+
+    One older than ``onnx_path`` is rebuilt, except in a folder that cannot be written: a prepared folder
+    never changes its graph in place, so there the age only says how the folder was copied (``cp -r``
+    stamps files in whatever order it copies them), and the copy is used as it is.
+    """
     dest = Path(model_dir) / QUANTIZED_NAME
-    if not dest.is_file() or dest.stat().st_mtime < onnx_path.stat().st_mtime:
+    exists = dest.is_file()
+    if exists and not rebuild and dest.stat().st_mtime < onnx_path.stat().st_mtime:
+        try:
+            quantize_onnx(onnx_path, dest)
+        except ModelError as exc:
+            if not isinstance(exc.__context__, OSError):
+                raise
+            logger.warning("cannot rebuild %s (%s); using it as it is", dest, exc.__context__)
+    elif rebuild or not exists:
         quantize_onnx(onnx_path, dest)
     return dest
