@@ -77,8 +77,12 @@ class Dataset:
 
 
 def _read_jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
+    with path.open("rb") as fh:  # bytes, decoded per line: a bad byte is reported with its line
+        for lineno, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise DataError(f"{path}: line {lineno}: not UTF-8 text") from None
             if not line.strip():
                 continue
             try:
@@ -90,9 +94,26 @@ def _read_jsonl(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
             yield lineno, obj
 
 
+def _read_meta(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: invalid JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(meta, dict):
+        raise DataError(f"{path}: expected a JSON object, got {type(meta).__name__}")
+    return meta
+
+
 def load_dataset(directory: str | Path) -> Dataset:
     """Read and validate a dataset folder."""
     root = Path(directory)
+    if not root.is_dir():
+        what = "is a file, not a folder" if root.exists() else "not found"
+        raise DataError(f"dataset folder {root} {what} (it holds tools.jsonl and queries.jsonl)")
     tools_path, queries_path = root / "tools.jsonl", root / "queries.jsonl"
     for p in (tools_path, queries_path):
         if not p.is_file():
@@ -126,8 +147,7 @@ def load_dataset(directory: str | Path) -> Dataset:
             )
         except (KeyError, TypeError) as exc:
             raise DataError(f"{queries_path}: line {lineno}: {exc}") from None
-    meta_path = root / "meta.json"
-    meta = json.loads(meta_path.read_text()) if meta_path.is_file() else {}
+    meta = _read_meta(root / "meta.json")
     ds = Dataset(name=str(meta.get("name") or root.name), tools=tools, queries=queries, meta=meta)
     ds.validate()
     return ds

@@ -21,7 +21,7 @@ import numpy as np
 from rated.bench.dataset import Dataset
 from rated.catalog.text import tool_text
 from rated.encode.base import Encoder
-from rated.errors import DataError
+from rated.errors import ConfigError, DataError
 from rated.outcome import Outcome
 from rated.policy.base import BasePolicy, Candidates, Feedback
 from rated.policy.registry import make_policy
@@ -67,6 +67,8 @@ def run_latency(
     from rated.catalog.prior import compute_prior
     from rated.index.semantic import SemanticIndex
 
+    if queries < 1 or warmup < 0:
+        raise ConfigError(f"need queries >= 1 and warmup >= 0, got queries {queries}, warmup {warmup}")
     texts = [q.text for q in dataset.queries]
     if not texts:
         raise DataError(f"dataset {dataset.name!r} has no queries to time")

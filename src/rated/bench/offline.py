@@ -306,6 +306,8 @@ def run_offline(
         dataset = load_dataset(root)
         if irrelevance is None and (root / "irrelevance.jsonl").is_file():
             irrelevance = _irrelevance_texts(root / "irrelevance.jsonl", split)
+    if not methods:
+        raise ConfigError(f"no method given; expected some of {', '.join(METHODS)}")
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise ConfigError(f"unknown method(s) {unknown}; expected some of {', '.join(METHODS)}")
@@ -404,18 +406,21 @@ def markdown_table(result: OfflineResult) -> str:
 
 
 def write_result(result: OfflineResult, out: str | Path) -> tuple[Path, Path]:
-    """Write the JSON and a bar chart (same name, ``.png``) next to it."""
+    """Write the JSON and a bar chart (same name, ``.png``) next to it. The JSON appears last and whole:
+    a failed or interrupted write leaves no file that looks like a result."""
     from rated.bench.plots import grouped_bars
+    from rated.paths import atomic_path
 
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
-    errors = {m: {"mrr": tuple(v["mrr"])} for m, v in result.ci95.items()}
-    png = grouped_bars(
-        result.methods,
-        ["mrr", "hit@1", "hit@5", "ndcg@5"],
-        out.with_suffix(".png"),
-        title=f"{result.dataset} ({result.split}, {result.n_queries} queries, {result.n_tools} tools)",
-        errors=errors,
-    )
+    with atomic_path(out) as tmp:
+        tmp.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
+        errors = {m: {"mrr": tuple(v["mrr"])} for m, v in result.ci95.items()}
+        png = grouped_bars(
+            result.methods,
+            ["mrr", "hit@1", "hit@5", "ndcg@5"],
+            out.with_suffix(".png"),
+            title=f"{result.dataset} ({result.split}, {result.n_queries} queries, {result.n_tools} tools)",
+            errors=errors,
+        )
     return out, png

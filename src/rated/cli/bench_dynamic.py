@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rated.cli.bench_group import get_bench_subparsers
+from rated.cli.outpath import check_out_dir, check_out_file, writing
 from rated.cli.output import err_console
 from rated.errors import ConfigError
 
@@ -167,9 +168,12 @@ def _value(text: str) -> Any:
         return math.inf
     for cast in (int, float):
         try:
-            return cast(text)
+            value = cast(text)
         except ValueError:
-            pass
+            continue
+        if value != value:  # NaN: compares false with every bound a policy checks
+            raise ConfigError(f"{text!r} is not a usable number")
+        return value
     return text
 
 
@@ -180,8 +184,37 @@ def _overrides(items: list[str]) -> dict[str, dict[str, Any]]:
         method, dot, param = key.partition(".")
         if not sep or not dot or not method or not param:
             raise ConfigError(f"--set expects METHOD.PARAM=VALUE, got {item!r}")
-        out.setdefault(method, {})[param] = _value(value)
+        try:
+            out.setdefault(method, {})[param] = _value(value)
+        except ConfigError as exc:
+            raise ConfigError(f"--set {item}: {exc}") from None
     return out
+
+
+def _check_params(label: str, policy: str, params: dict[str, Any], source: str) -> None:
+    """Every parameter is one the policy takes, with a value of the kind its default has."""
+    import inspect
+
+    from rated.policy.registry import POLICIES
+
+    spec = POLICIES[policy]
+    taken = {
+        name: p.default
+        for name, p in list(inspect.signature(spec.cls.__init__).parameters.items())[1:]
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+    for name, value in params.items():
+        if name not in taken:
+            known = ", ".join(taken) or "no parameters"
+            raise ConfigError(
+                f"{source} {label}.{name}: {policy} has no parameter {name!r} (it takes {known})"
+            )
+        default = taken[name]
+        numeric = isinstance(default, int | float) and not isinstance(default, bool)
+        if isinstance(default, bool) and not isinstance(value, bool):
+            raise ConfigError(f"{source} {label}.{name}={value}: expected true or false")
+        if numeric and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ConfigError(f"{source} {label}.{name}={value}: expected a number")
 
 
 def _encoder(name: str):  # noqa: ANN202
@@ -221,7 +254,7 @@ def _config(args: argparse.Namespace, validation: bool):  # noqa: ANN202
         kind_link=args.kind_link == "on",
         partial_share=args.partial_share,
     )
-    n = (args.val_seeds or args.seeds) if validation else args.seeds
+    n = (args.seeds if args.val_seeds is None else args.val_seeds) if validation else args.seeds
     return BenchConfig(
         scenario=scenario,
         seeds=seeds_for(n, validation=validation),
@@ -241,9 +274,62 @@ def _specs(args: argparse.Namespace, tuned: dict[str, dict[str, Any]] | None = N
         if text.startswith("oracle"):
             continue
         spec = MethodSpec.parse(text, args.retriever)
+        if any(s.label == spec.label for s in specs):
+            raise ConfigError(
+                f"method {spec.label!r} is given twice; name a second copy, e.g. {spec.label}_2={text}"
+            )
+        _check_params(spec.label, spec.policy, sets.get(spec.label, {}), "--set")
         params = {**(tuned or {}).get(spec.label, {}), **sets.get(spec.label, {})}
         specs.append(MethodSpec(spec.label, spec.policy, spec.retriever, params, spec.attempts))
+    labels = {s.label for s in specs}
+    unknown = [m for m in sets if m not in labels]
+    if unknown:
+        raise ConfigError(
+            f"--set names {', '.join(map(repr, unknown))}, not among --methods ({', '.join(sorted(labels))})"
+        )
     return specs
+
+
+def _check_common(args: argparse.Namespace) -> None:
+    """Settings that would make a run fail or mean nothing, refused before any work."""
+    for flag, value, low in (
+        ("--seeds", args.seeds, 1),
+        ("--val-seeds", args.val_seeds, 1),
+        ("--jobs", args.jobs, 1),
+        ("--probe-budget", args.probe_budget, 1),
+        ("-k", args.k, 1),
+    ):
+        if value is not None and value < low:
+            raise ConfigError(f"{flag} must be >= {low}, got {value}")
+    _config(args, args.validation)
+
+
+def _labels_in(flag: str, given: list[str], labels: set[str]) -> None:
+    unknown = [x for x in given if x not in labels]
+    if unknown:
+        raise ConfigError(
+            f"{flag} names {', '.join(map(repr, unknown))}, "
+            f"not among the methods ({', '.join(sorted(labels))})"
+        )
+
+
+def _read_tuning(path: Path) -> dict[str, Any]:
+    """A payload written by ``rated bench tune`` (or a ``--tune`` run), checked for its shape."""
+    if not path.is_file():
+        raise ConfigError(f"--tuned {path}: no such file (write it with 'rated bench tune')")
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"--tuned {path}: not a JSON file ({exc})") from None
+    methods = payload.get("methods") if isinstance(payload, dict) else None
+    if not isinstance(methods, dict) or not all(
+        isinstance(v, dict) and isinstance(v.get("params"), dict) for v in methods.values()
+    ):
+        raise ConfigError(
+            f"--tuned {path}: not tuned settings (expected 'methods' -> {{label: {{'params': ...}}}}, "
+            "as 'rated bench tune' writes)"
+        )
+    return payload
 
 
 class _Progress:
@@ -293,9 +379,14 @@ def _tuned_params(tuning: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
+def _dump(path: Path, payload: Any) -> None:
+    path.write_text(json.dumps(payload, indent=2, default=str) + "\n", encoding="utf-8")
+
+
 def _write_json(path: Path, payload: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    """Write ``payload`` whole or not at all (an interrupted write leaves no half file)."""
+    with writing(path) as tmp:
+        _dump(tmp, payload)
 
 
 # ---- handlers ----------------------------------------------------------------------------------------
@@ -305,10 +396,18 @@ def _dynamic(args: argparse.Namespace) -> int:
 
     tuned: dict[str, dict[str, Any]] = {}
     tuning: dict[str, Any] | None = None
+    _check_common(args)
+    specs = _specs(args)
+    labels = {s.label for s in specs}
+    if args.fixed and not args.tune:
+        raise ConfigError("--fixed only means something with --tune")
+    _labels_in("--fixed", args.fixed, labels)
+    oracles = {"oracle"} | {f"oracle@{s.retriever}" for s in specs}
+    _labels_in("--plot-methods", args.plot_methods or [], labels | oracles)
+    check_out_file(args.out)
+    plot_path = check_out_file(args.plot or args.out.with_suffix(".png"), "--plot")
     if args.tuned is not None:
-        if not args.tuned.is_file():
-            raise ConfigError(f"{args.tuned}: no such file (write it with 'rated bench tune')")
-        tuning = json.loads(args.tuned.read_text())
+        tuning = _read_tuning(args.tuned)
         tuned = _tuned_params(tuning)
     with _Progress("preparing the benchmark") as progress:
         env = _env(args)
@@ -318,8 +417,9 @@ def _dynamic(args: argparse.Namespace) -> int:
             tuned = _tuned_params(tuning)
         result = run_benchmark(env, _config(args, args.validation), _specs(args, tuned), on_progress=progress)
     report = to_json(result, tuning)
-    _write_json(args.out, report)
-    plot = plot_curves(report, args.plot or args.out.with_suffix(".png"), args.plot_methods)
+    with writing(args.out) as tmp:  # the JSON appears last, once the plot is drawn
+        _dump(tmp, report)
+        plot = plot_curves(report, plot_path, args.plot_methods)
     _say(markdown_table(report))
     for note in report["notes"]:
         _say(f"note: {note}")
@@ -328,6 +428,9 @@ def _dynamic(args: argparse.Namespace) -> int:
 
 
 def _tune(args: argparse.Namespace) -> int:
+    _check_common(args)
+    _specs(args)
+    check_out_file(args.out)
     with _Progress("preparing the benchmark") as progress:
         env = _env(args)
         tuning = _run_tuning(args, env, _specs(args), progress)
@@ -355,7 +458,15 @@ def _sweep(args: argparse.Namespace) -> int:
     from rated.bench.dynamic.runner import prepare
     from rated.bench.sweep import run_sweeps, sweep_plot
 
-    base = _overrides(args.set).get("rated", {})
+    _check_common(args)
+    sets = _overrides(args.set)
+    if set(sets) - {"rated"}:
+        raise ConfigError(
+            f"a sweep varies only rated; --set names {', '.join(sorted(set(sets) - {'rated'}))}"
+        )
+    base = sets.get("rated", {})
+    _check_params("rated", "rated", base, "--set")
+    check_out_dir(args.out)
     with _Progress("preparing the sweep") as progress:
         env = _env(args)
         prep = prepare(env, _config(args, validation=True), [args.retriever])
@@ -384,6 +495,10 @@ def _latency(args: argparse.Namespace) -> int:
     from rated.bench.dataset import load_dataset
     from rated.bench.latency import run_latency
 
+    for flag, value, low in (("--queries", args.queries, 1), ("--warmup", args.warmup, 0), ("-k", args.k, 1)):
+        if value < low:
+            raise ConfigError(f"{flag} must be >= {low}, got {value}")
+    check_out_file(args.out)
     dataset = load_dataset(args.dataset)
     encoder = _encoder(args.encoder)
     encoder = getattr(encoder, "encoder", encoder)  # time the encoder itself, not a cache

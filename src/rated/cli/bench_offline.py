@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from rated.cli.bench_group import get_bench_subparsers
+from rated.cli.outpath import check_out_file, writing
 from rated.cli.output import console
 
 __all__ = ["register"]
@@ -59,10 +60,16 @@ def _encoder(path: str | None, cache: bool):
 
 
 def _offline(args: argparse.Namespace) -> int:
-    from rated.bench.offline import markdown_table, run_offline, write_result
-    from rated.errors import ConfigError
+    from rated.bench.offline import METHODS, markdown_table, run_offline, write_result
+    from rated.errors import ConfigError, RatedError
 
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    methods = list(dict.fromkeys(m.strip() for m in args.methods.split(",") if m.strip()))
+    if not methods:
+        raise ConfigError(f"--methods names no method: {args.methods!r}")
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:  # before loading an encoder
+        raise ConfigError(f"unknown method(s) {unknown}; expected some of {', '.join(METHODS)}")
+    check_out_file(args.out)
     if args.encoder and not any(m.endswith("finetuned") for m in methods):
         methods += ["finetuned", "rated-finetuned"]
     if args.ablation:
@@ -78,7 +85,10 @@ def _offline(args: argparse.Namespace) -> int:
         result = run_offline(
             args.dataset[0], methods, split=args.split, encoder=encoder, finetuned=finetuned, progress=False
         )
-    out, png = write_result(result, args.out)
+    try:
+        out, png = write_result(result, args.out)
+    except OSError as exc:
+        raise RatedError(f"cannot write {exc.filename or args.out}: {exc.strerror or exc}") from None
     console.print(markdown_table(result), markup=False, highlight=False, soft_wrap=True)
     if result.abstention:
         shown = ", ".join(f"{m} {v['auroc']:.3f}" for m, v in result.abstention.items())
@@ -100,9 +110,9 @@ def _ablation(args: argparse.Namespace) -> int:
             results[dataset.name] = run_ablation(dataset, VARIANTS, encoder, split=args.split)
     chosen = select_default(results)
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     payload = {"split": args.split, "encoder": encoder.name, "selected": chosen, "results": results}
-    out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    with writing(out) as tmp:
+        tmp.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     console.print("MRR per variant (gain over the best of dense, bm25, tfidf):", highlight=False)
     console.print(ablation_table(results), markup=False, highlight=False, soft_wrap=True)
     console.print(

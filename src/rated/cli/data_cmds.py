@@ -28,9 +28,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _prepare(args: argparse.Namespace) -> int:
     from rated.bench.datasets import prepare
+    from rated.cli.outpath import check_out_dir
+    from rated.errors import RatedError
 
+    check_out_dir(args.out)
     with console.status(f"preparing {args.name}"):
-        prepared = prepare(args.name, args.out, args.distractors)
+        try:
+            prepared = prepare(args.name, args.out, args.distractors)
+        except OSError as exc:
+            raise RatedError(f"cannot write {exc.filename or args.out}: {exc.strerror or exc}") from None
     ds = prepared.dataset
     splits = Counter(q.split for q in ds.queries)
     shown = ", ".join(f"{s} {splits[s]}" for s in ("train", "val", "test") if splits[s])

@@ -54,6 +54,8 @@ COLDSTART_DEPTH = 50  # candidates kept per query so that a smaller pool still h
 
 def seeds_for(n: int, validation: bool = False) -> tuple[int, ...]:
     """Test seeds ``0..n-1`` or validation seeds ``1000..1000+n-1`` (never the same streams)."""
+    if int(n) < 1:
+        raise ConfigError(f"the number of seeds must be >= 1, got {n}")
     base = VALIDATION_SEED_OFFSET if validation else 0
     return tuple(range(base, base + int(n)))
 
@@ -105,6 +107,14 @@ class BenchConfig:
     probe_budget: int = 5
     window: int = 200
     curve_stride: int = 25
+
+    def __post_init__(self) -> None:
+        if not self.seeds:
+            raise ConfigError("need at least one seed")
+        if self.probe_interval is not None and self.probe_interval < 1:
+            raise ConfigError(f"the probe interval must be >= 1 step, got {self.probe_interval}")
+        if self.probe_budget < 1:
+            raise ConfigError(f"the probe budget must be >= 1 tool per interval, got {self.probe_budget}")
 
 
 @dataclass

@@ -92,6 +92,13 @@ class ScenarioConfig:
             raise ConfigError(f"need 0 < onset < steps, got onset {self.onset}, steps {self.steps}")
         if not 0 < self.failure_rate < 1:
             raise ConfigError(f"failure_rate must lie in (0, 1), got {self.failure_rate}")
+        if self.name == "recovery" and not self.onset < self.recovery_at < self.steps:
+            raise ConfigError(
+                f"recovery needs onset < recovery_at < steps, got onset {self.onset}, "
+                f"recovery_at {self.recovery_at}, steps {self.steps}"
+            )
+        if not 0 <= self.partial_share < math.inf:
+            raise ConfigError(f"partial_share must be a number >= 0, got {self.partial_share}")
         OutcomeKind.parse(self.error_kind)
 
     def scaled(self, factor: float) -> ScenarioConfig:
