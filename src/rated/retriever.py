@@ -95,6 +95,7 @@ class Retriever:
         self._lock = threading.RLock()
         self._version: int | None = None
         self._seq = 0
+        self._states_stale = False  # memory may hold learning the store never confirmed: reload all
         self._catalog_version = -1
         self._load_catalog()
         self._load_states()
@@ -320,7 +321,7 @@ class Retriever:
             try:
                 self._store.update_states(keys, update, record)
             except BaseException:
-                self._reload_states(keys)  # the policy may hold a change the store refused
+                self._undo_local(keys)  # the policy may hold a change the store refused
                 raise
 
     # ---- catalog changes ---------------------------------------------------------------------------
@@ -547,6 +548,7 @@ class Retriever:
 
     def _load_states(self) -> None:
         """Forget in-memory learning and apply every stored state (the store is the source of truth)."""
+        self._states_stale = True  # until done: a store failure half-way leaves a forgetful policy
         if hasattr(self._policy, "all_state_keys"):
             for key in list(self._policy.all_state_keys()):
                 self._policy.set_state(key, None)
@@ -556,9 +558,16 @@ class Retriever:
         states, self._seq = self._store.states_since(0)
         for key, blob in states.items():
             self._policy.set_state(key, decode_state(blob))
+        self._states_stale = False
 
-    def _reload_states(self, keys: Sequence[str]) -> None:
-        self._set_states(keys, self._store.load_states(keys))
+    def _undo_local(self, keys: Sequence[str]) -> None:
+        """Drop what ``feedback`` learned in memory but the store did not confirm: reread those keys, or,
+        when the store cannot be read either (it went away), reread every state at the next refresh."""
+        try:
+            self._set_states(keys, self._store.load_states(keys))
+        except Exception:
+            self._states_stale = True
+            raise
 
     def _set_states(self, keys: Sequence[str], blobs: Mapping[str, bytes]) -> None:
         """Give the policy each key's state from ``blobs`` (none, for a key that has no blob)."""
@@ -569,15 +578,21 @@ class Retriever:
     def _refresh(self) -> None:
         """Pick up what other retrievers (threads, processes, replicas) wrote since we last looked."""
         version = self._store.version()
-        if version == self._version:
+        if version == self._version and not self._states_stale:
             return
         if self._store.catalog_version() != self._catalog_version:
             self._adopt_meta()
             self._load_catalog()
             self._load_states()
             return
-        self._version = version
-        changed, self._seq = self._store.states_since(self._seq)
+        if self._states_stale:
+            self._load_states()
+            return
+        changed, seq = self._store.states_since(self._seq)
+        if seq < self._seq:  # the store's counter went back (restored from an older copy): start over
+            self._load_states()
+            return
+        self._version, self._seq = version, seq
         for key, blob in changed.items():
             self._policy.set_state(key, decode_state(blob))
 

@@ -256,3 +256,29 @@ def test_deleting_no_ids_changes_nothing(store):
     _put(store, ["a"])
     before = store.catalog_version()
     assert store.delete_tools([]) == before == store.catalog_version()
+
+
+def test_states_since_a_number_from_another_history_returns_everything(store):
+    store.update_states(["a", "b"], lambda cur: {"a": b"1", "b": b"1"})
+    _, latest = store.states_since(0)
+    # a retriever that saw a later number than the store now has (restored from an older copy)
+    assert store.states_since(latest + 100) == ({"a": b"1", "b": b"1"}, latest)
+    store.update_states(["b"], lambda cur: {"b": b"2"})
+    assert store.states_since(latest) == ({"b": b"2"}, store.states_since(0)[1])
+
+
+def test_delete_with_keep_one_counts_a_repeated_id_once(store):
+    _put(store, ["a", "b"])
+    store.delete_tools(["a", "a"], keep_one=True)
+    assert store.load_catalog().ids == ("b",)
+
+
+def test_outcome_stats_count_every_record(store):
+    from rated.store.stats import summarise_outcomes
+
+    kinds = ["success", "tool_error", "caller_error", "timeout", "rate_limited", "auth_error", "success"]
+    records = [OutcomeRecord(time=100.0 + i, tool_id=f"t{i % 3}", outcome=kinds[i % 7]) for i in range(40)]
+    for r in records:
+        store.update_states([], lambda cur: {}, r)
+    assert store.outcome_stats() == summarise_outcomes(records)
+    assert store.outcome_stats(["t2", "t2"]) == {"t2": summarise_outcomes(records)["t2"]}

@@ -171,7 +171,10 @@ class Store(StateStore, CatalogStore, Protocol):
     """Everything a ``Retriever`` persists: catalog, embeddings, prior, policy state, outcome log."""
 
     def states_since(self, seq: int) -> tuple[dict[str, bytes], int]:
-        """States written after change number ``seq`` and the latest change number (for cheap refresh)."""
+        """States written after change number ``seq`` and the latest change number (for cheap refresh).
+
+        A ``seq`` above the latest (the store was restored from an older copy) returns every state, with the
+        lower latest number: the caller must then reload rather than merge."""
         ...
 
     def outcome_stats(self, tool_ids: Sequence[str] | None = None) -> dict[str, OutcomeStats]:

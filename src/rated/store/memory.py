@@ -154,6 +154,7 @@ class MemoryStore:
 
     def states_since(self, seq: int) -> tuple[dict[str, bytes], int]:
         with self._lock:
+            seq = seq if seq <= self._seq else 0  # a number from another history: everything
             changed = {k: self._states[k] for k, s in self._state_seq.items() if s > seq}
             return changed, self._seq
 

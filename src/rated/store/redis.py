@@ -7,8 +7,21 @@ fails and the read-modify-write is retried, until ``busy_timeout`` seconds have 
 (``StoreBusyError``). So no concurrent update is lost; ``update`` may run more than once and must depend
 only on what it is given.
 
+A lost connection is never retried blindly: reads are retried once (a pooled connection the server closed
+on restart), a transaction is re-run only when the connection broke before EXEC was sent, and a connection
+lost after EXEC was sent is a ``StoreError`` saying the change may or may not have been applied (re-running
+it could count one feedback twice). Every call gives up after ``timeout`` seconds without a reply (a
+stalled server is a ``StoreError``, never a hang); ``?socket_timeout=`` in the URL overrides it.
+
 Durability is the Redis server's: enable ``appendonly yes`` (``appendfsync everysec`` or ``always``) on the
-server if acknowledged feedback must survive a server crash.
+server if acknowledged feedback must survive a server crash. A server restored from an older copy (a
+lagging replica promoted, a snapshot) moves the change counter backwards: ``states_since`` then returns
+every state, so retrievers reload instead of missing the changes numbered anew.
+
+Outcome log: Redis holds it in memory, so it is capped at the newest ``max_outcomes`` records (default
+100,000, about 10 MB; None keeps all, as the SQLite store does). ``outcome_stats`` is exact whatever the
+cap: per-tool counts and the last outcome are kept in a hash updated with each record, so reading them
+costs one hash read instead of a scan of the log.
 
 The client (``redis`` package, the ``rated[redis]`` extra) is imported only when a RedisStore is created.
 """
@@ -16,6 +29,7 @@ The client (``redis`` package, the ``rated[redis]`` extra) is imported only when
 from __future__ import annotations
 
 import json
+import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -33,22 +47,41 @@ from rated.store.base import (
     StoredCatalog,
 )
 from rated.store.rows import check_tool_rows, decode_json, decode_meta, decode_vector, empty_catalog_dim
-from rated.store.stats import recent_outcomes, summarise_outcomes
+from rated.store.stats import outcome_slot, recent_outcomes
 
 __all__ = ["RedisStore"]
 
-# KEYS: seq counter, changes zset, log list, state keys...   ARGV: n, record json or "", blobs..., names...
+# KEYS: seq, changes zset, log list, stats hash, state keys...
+# ARGV: n, record json or "", log cap (0: none), tool id, slot field, "time outcome", blobs..., names...
 _COMMIT = """
 local n = tonumber(ARGV[1])
 local seq = tonumber(redis.call('GET', KEYS[1]) or '0')
 if n > 0 then seq = redis.call('INCRBY', KEYS[1], n) end
 for i = 1, n do
-  redis.call('SET', KEYS[3 + i], ARGV[2 + i])
-  redis.call('ZADD', KEYS[2], seq - n + i, ARGV[2 + n + i])
+  redis.call('SET', KEYS[4 + i], ARGV[6 + i])
+  redis.call('ZADD', KEYS[2], seq - n + i, ARGV[6 + n + i])
 end
-if ARGV[2] ~= '' then redis.call('RPUSH', KEYS[3], ARGV[2]) end
+if ARGV[2] ~= '' then
+  redis.call('RPUSH', KEYS[3], ARGV[2])
+  local cap = tonumber(ARGV[3])
+  if cap > 0 then redis.call('LTRIM', KEYS[3], -cap, -1) end
+  redis.call('HINCRBY', KEYS[4], ARGV[5] .. ':' .. ARGV[4], 1)
+  local last = redis.call('HGET', KEYS[4], 'l:' .. ARGV[4])
+  local when = tonumber(string.match(ARGV[6], '^%S+'))
+  if not last or when >= tonumber(string.match(last, '^%S+')) then
+    redis.call('HSET', KEYS[4], 'l:' .. ARGV[4], ARGV[6])
+  end
+end
 return seq
 """
+_SLOT_FIELDS = ("s", "f", "c")  # successes, failures, caller errors: stats-hash fields '<slot>:<tool id>'
+_TIMEOUT = 10.0  # seconds without a reply (or to connect) before a call fails, unless the URL sets its own
+_MAX_OUTCOMES = 100_000
+# what each fixed key holds, to name the culprit when a key of another type sits in the namespace
+_KEY_TYPES = {
+    "format": "string", "meta": "string", "seq": "string", "catver": "string", "order": "zset",
+    "changes": "zset", "tools": "hash", "emb": "hash", "prior": "hash", "ostats": "hash", "log": "list",
+}  # fmt: skip
 
 
 def _import_redis() -> Any:
@@ -70,34 +103,50 @@ class RedisStore:
         busy_timeout: float = 5.0,
         create: bool = True,
         client: Any = None,
+        timeout: float = _TIMEOUT,
+        max_outcomes: int | None = _MAX_OUTCOMES,
     ) -> None:
         if not busy_timeout > 0:
             raise ConfigError(f"busy_timeout must be > 0 seconds, got {busy_timeout!r}")
+        if not timeout > 0:
+            raise ConfigError(f"timeout must be > 0 seconds, got {timeout!r}")
+        if max_outcomes is not None and (
+            isinstance(max_outcomes, bool) or not isinstance(max_outcomes, int) or max_outcomes < 1
+        ):
+            raise ConfigError(f"max_outcomes must be None or an integer >= 1, got {max_outcomes!r}")
         redis = _import_redis()
         self._redis = redis
+        self._lost = (redis.ConnectionError, redis.TimeoutError)
         self.url = _redact(url)  # how messages name the store: never with its password
         self.namespace = namespace
         self.busy_timeout = float(busy_timeout)
+        self.max_outcomes = max_outcomes
         if client is None:
-            try:
-                client = redis.Redis.from_url(url, decode_responses=False)
+            from redis.backoff import NoBackoff
+            from redis.retry import Retry
+
+            try:  # the URL's own ?socket_timeout= wins; no silent retries (see the module docstring)
+                client = redis.Redis.from_url(
+                    url,
+                    decode_responses=False,
+                    socket_timeout=timeout,
+                    socket_connect_timeout=timeout,
+                    retry=Retry(NoBackoff(), 0),
+                )
             except ValueError as exc:  # bad port, bracket, database number or query option
                 raise ConfigError(f"invalid Redis URL {self.url!r}: {exc}") from None
-        try:
-            self._r = client
-            found = self._r.get(self._k("format"))
-            if found is None:
-                if not create:
-                    raise StoreError(f"{self._where}: no rated database there (see `rated index`)")
-                self._r.setnx(self._k("format"), str(FORMAT_VERSION))
-            elif found.decode() != str(FORMAT_VERSION):
-                raise IndexFormatError(
-                    f"{self._where}: store format version {found.decode()}, "
-                    f"this rated reads version {FORMAT_VERSION}"
-                )
-            self._commit = self._r.register_script(_COMMIT)
-        except redis.RedisError as exc:
-            raise StoreError(f"{self.url}: {exc}") from None
+        self._r = client
+        found = self._call(lambda: self._r.get(self._k("format")))
+        if found is None:
+            if not create:
+                raise StoreError(f"{self._where}: no rated database there (see `rated index`)")
+            self._call(lambda: self._r.setnx(self._k("format"), str(FORMAT_VERSION)))
+        elif found.decode() != str(FORMAT_VERSION):
+            raise IndexFormatError(
+                f"{self._where}: store format version {found.decode()}, "
+                f"this rated reads version {FORMAT_VERSION}"
+            )
+        self._commit = self._r.register_script(_COMMIT)
 
     @property
     def _where(self) -> str:
@@ -106,37 +155,96 @@ class RedisStore:
 
     @property
     def _fixed_keys(self) -> list[str]:
-        return [self._k("seq"), self._k("changes"), self._k("log")]
+        return [self._k("seq"), self._k("changes"), self._k("log"), self._k("ostats")]
 
     def _k(self, name: str) -> str:
         return f"{self.namespace}:{name}"
 
     def _call(self, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except self._redis.RedisError as exc:
-            raise StoreError(f"{self.url}: {exc}") from None
+        """Run an idempotent call; once more on a connection the server closed (e.g. it restarted)."""
+        for attempt in (0, 1):
+            try:
+                return fn()
+            except self._redis.ConnectionError as exc:
+                if attempt or isinstance(exc, self._redis.AuthenticationError):
+                    raise self._error(exc) from None
+            except self._redis.RedisError as exc:
+                raise self._error(exc) from None
 
-    def _optimistic(self, watch: Sequence[str], body: Callable[[Any], Any]) -> Any:
-        """Run ``body(pipe)`` under WATCH ``watch`` until EXEC succeeds or busy_timeout passes."""
+    def _error(self, exc: Exception) -> StoreError:
+        """A ``StoreError`` that says what went wrong in words a user can act on (password masked)."""
+        text = str(exc)
+        if "NOAUTH" in text or "Authentication required" in text or "HELLO must be called" in text:
+            text = "the server requires a password: give it in the URL (redis://:PASSWORD@host:port/db)"
+        elif "WRONGPASS" in text or "invalid username-password" in text:
+            text = "wrong password or user name for this server"
+        elif "WRONGTYPE" in text:
+            text = f"{self._wrong_type() or 'a key'} holds another kind of value than rated stores there"
+            return StoreError(f"{self._where}: {text} (another application or index under this namespace?)")
+        elif isinstance(exc, self._redis.TimeoutError):
+            text = f"no reply in time ({text}): is the server overloaded or stalled?"
+        return StoreError(f"{self.url}: {text}")
+
+    def _wrong_type(self) -> str | None:
+        """The first of this namespace's fixed keys that holds a value of another type, if any."""
+        try:
+            pipe = self._r.pipeline(transaction=False)
+            for name in _KEY_TYPES:
+                pipe.type(self._k(name))
+            found = pipe.execute()
+        except self._redis.RedisError:
+            return None
+        for (name, expected), kind in zip(_KEY_TYPES.items(), found, strict=True):
+            kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+            if kind not in ("none", expected):
+                return f"key {self._k(name)!r} ({kind}, not {expected})"
+        return None
+
+    def _optimistic(self, watch: Sequence[str], body: Callable[[Any], Callable[[list[Any]], Any]]) -> Any:
+        """Run a transaction under WATCH ``watch`` until EXEC succeeds or busy_timeout passes.
+
+        ``body(pipe)`` reads, calls ``pipe.multi()``, queues the writes and returns what turns EXEC's
+        replies into the result. A conflict re-runs it; a connection lost before EXEC was sent re-runs it
+        once; one lost after is a ``StoreError``, since the change may have been applied already.
+        """
         deadline = time.monotonic() + self.busy_timeout
         delay = 0.0005
+        reconnected = False
         while True:
+            sent = False
             try:
                 with self._r.pipeline() as pipe:
                     if watch:
                         pipe.watch(*watch)
-                    result = body(pipe)
-                    return result
-            except self._redis.WatchError:
+                    finish = body(pipe)
+                    sent = True
+                    return finish(pipe.execute())
+            except self._redis.WatchError as exc:
+                lost = exc.__context__  # redis-py turns a connection error under WATCH into WatchError
+                if isinstance(lost, self._lost):
+                    reconnected = self._after_lost_connection(lost, sent, reconnected)
+                    continue
                 if time.monotonic() > deadline:
                     raise StoreBusyError(
                         f"{self.url}: kept conflicting with other writers for {self.busy_timeout:g} s"
                     ) from None
-                time.sleep(delay)
+                time.sleep(delay * (0.5 + random.random()))  # jitter: contending writers fall out of step
                 delay = min(delay * 2, 0.02)
+            except self._lost as exc:
+                reconnected = self._after_lost_connection(exc, sent, reconnected)
             except self._redis.RedisError as exc:
-                raise StoreError(f"{self.url}: {exc}") from None
+                raise self._error(exc) from None
+
+    def _after_lost_connection(self, exc: Exception, sent: bool, reconnected: bool) -> bool:
+        """Whether a transaction may run again after its connection broke (else raise ``StoreError``)."""
+        if sent:
+            raise StoreError(
+                f"{self.url}: connection lost while committing ({exc}); the change may or may not have "
+                "been applied"
+            ) from None
+        if reconnected or isinstance(exc, (self._redis.TimeoutError, self._redis.AuthenticationError)):
+            raise self._error(exc) from None
+        return True
 
     # ---- meta and catalog --------------------------------------------------------------------------
     def get_meta(self) -> dict[str, Any]:
@@ -189,7 +297,7 @@ class RedisStore:
     ) -> int:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
 
-        def body(pipe: Any) -> int:
+        def body(pipe: Any) -> Callable[[list[Any]], int]:
             scores = pipe.zmscore(self._k("order"), list(ids)) if ids else []
             last = pipe.zrange(self._k("order"), -1, -1, withscores=True)
             top = float(last[0][1]) if last else -1.0
@@ -200,16 +308,17 @@ class RedisStore:
                     pipe.zadd(self._k("order"), {tool_id: top})
                 self._queue_tool(pipe, tool_id, records[i], emb[i], float(prior[i]), details[i])
             pipe.incr(self._k("catver"))
-            return int(pipe.execute()[-1])
+            return _last_int
 
         return int(self._optimistic([self._k("order")], body))
 
     def delete_tools(self, ids: Sequence[str], *, keep_one: bool = False) -> int:
+        ids = list(dict.fromkeys(ids))  # an id named twice must not count as two tools removed
         if not ids:
             return self.catalog_version()
         order = self._k("order")
 
-        def body(pipe: Any) -> int:
+        def body(pipe: Any) -> Callable[[list[Any]], int]:
             if keep_one and pipe.zcard(order) <= sum(s is not None for s in pipe.zmscore(order, list(ids))):
                 raise LastToolError(f"{self._where}: cannot remove every tool: an index needs at least one")
             pipe.multi()
@@ -219,21 +328,21 @@ class RedisStore:
             pipe.delete(*(self._k(f"s:{t}") for t in ids))
             pipe.zrem(self._k("changes"), *ids)
             pipe.incr(self._k("catver"))
-            return int(pipe.execute()[-1])
+            return _last_int
 
         return int(self._optimistic([order] if keep_one else [], body))
 
     def clear(self) -> None:
-        def run() -> None:
-            names = self._r.zrange(self._k("changes"), 0, -1)
-            pipe = self._r.pipeline(transaction=True)
+        def body(pipe: Any) -> Callable[[list[Any]], None]:
+            names = pipe.zrange(self._k("changes"), 0, -1)  # watched: a state written meanwhile goes too
+            pipe.multi()
             pipe.delete(*(self._k(n) for n in ("order", "tools", "emb", "prior", "meta", "changes")))
             if names:
                 pipe.delete(*(self._k(f"s:{n.decode()}") for n in names))
             pipe.incr(self._k("catver"))
-            pipe.execute()
+            return lambda replies: None
 
-        self._call(run)
+        self._optimistic([self._k("changes")], body)
 
     def replace_catalog(
         self,
@@ -249,7 +358,7 @@ class RedisStore:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
         watched = [self._k("changes")] + ([self._k("order"), self._k("meta")] if expect_empty else [])
 
-        def body(pipe: Any) -> int:
+        def body(pipe: Any) -> Callable[[list[Any]], int]:
             if expect_empty and (
                 pipe.zcard(self._k("order")) or pipe.get(self._k("meta")) not in (None, b"{}")
             ):
@@ -264,7 +373,7 @@ class RedisStore:
                 pipe.zadd(self._k("order"), {tool_id: float(i)})
                 self._queue_tool(pipe, tool_id, records[i], emb[i], float(prior[i]), details[i])
             pipe.incr(self._k("catver"))
-            return int(pipe.execute()[-1])
+            return _last_int
 
         return int(self._optimistic(watched, body))
 
@@ -297,15 +406,18 @@ class RedisStore:
     ) -> None:
         keys = list(dict.fromkeys(keys))
         state_keys = [self._k(f"s:{k}") for k in keys]
-        log = (
-            ""
-            if record is None
-            else json.dumps(
-                [record.time, record.tool_id, record.outcome, record.query_hash, record.retry_after]
-            )
-        )
+        args = ["", "0", "", "", ""]  # no record: log nothing
+        if record is not None:
+            fields = [record.time, record.tool_id, record.outcome, record.query_hash, record.retry_after]
+            args = [
+                json.dumps(fields),
+                str(self.max_outcomes or 0),
+                record.tool_id,
+                _SLOT_FIELDS[outcome_slot(record.outcome)],
+                f"{float(record.time)!r} {record.outcome}",
+            ]
 
-        def body(pipe: Any) -> None:
+        def body(pipe: Any) -> Callable[[list[Any]], None]:
             values = pipe.mget(state_keys) if state_keys else []
             current = {k: v for k, v in zip(keys, values, strict=True) if v is not None}
             new = dict(update(current))
@@ -313,17 +425,26 @@ class RedisStore:
             pipe.multi()
             self._commit(
                 keys=[*self._fixed_keys, *(self._k(f"s:{n}") for n in names)],
-                args=[len(names), log, *(bytes(new[n]) for n in names), *names],
+                args=[len(names), *args, *(bytes(new[n]) for n in names), *names],
                 client=pipe,
             )
-            pipe.execute()
+            return lambda replies: None
 
         self._optimistic(state_keys, body)
 
     def states_since(self, seq: int) -> tuple[dict[str, bytes], int]:
-        changed = self._call(
-            lambda: self._r.zrangebyscore(self._k("changes"), f"({int(seq)}", "+inf", withscores=True)
-        )
+        """Also every state, with the lower counter, when the counter is below ``seq``: the server was
+        restored from an older copy, and changes numbered anew would otherwise be missed."""
+
+        def read() -> list[Any]:
+            pipe = self._r.pipeline(transaction=True)
+            pipe.get(self._k("seq"))
+            pipe.zrangebyscore(self._k("changes"), f"({int(seq)}", "+inf", withscores=True)
+            return pipe.execute()
+
+        counter, changed = self._call(read)
+        if int(counter or 0) < int(seq):
+            return self.load_states(), int(counter or 0)
         if not changed:
             return {}, int(seq)
         names = [m.decode() for m, _ in changed]
@@ -354,7 +475,27 @@ class RedisStore:
         return recent_outcomes(self._log(), tool_id, limit)
 
     def outcome_stats(self, tool_ids: Sequence[str] | None = None) -> dict[str, OutcomeStats]:
-        return summarise_outcomes(self._log(), tool_ids)
+        """From the per-tool counters (exact, whatever ``max_outcomes`` trimmed from the log)."""
+        if tool_ids is None:
+            raw = self._call(lambda: self._r.hgetall(self._k("ostats")))
+            fields = {k.decode(): v for k, v in raw.items()}
+        else:
+            ids = list(dict.fromkeys(tool_ids))
+            if not ids:
+                return {}
+            names = [f"{p}:{t}" for t in ids for p in (*_SLOT_FIELDS, "l")]
+            values = self._call(lambda: self._r.hmget(self._k("ostats"), names))
+            fields = {n: v for n, v in zip(names, values, strict=True) if v is not None}
+        rows: dict[str, list[Any]] = {}
+        for name, value in fields.items():
+            prefix, _, tool_id = name.partition(":")
+            row = rows.setdefault(tool_id, [0, 0, 0, None, None])
+            if prefix == "l":
+                when, _, outcome = value.decode().partition(" ")
+                row[3], row[4] = outcome, float(when)
+            elif prefix in _SLOT_FIELDS:
+                row[_SLOT_FIELDS.index(prefix)] = int(value)
+        return {t: OutcomeStats(t, *row) for t, row in rows.items()}
 
     def close(self) -> None:
         self._call(self._r.close)
@@ -367,6 +508,11 @@ class RedisStore:
 
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r}, namespace={self.namespace!r})"
+
+
+def _last_int(replies: list[Any]) -> int:
+    """The last reply of a transaction as an int (the new catalog version)."""
+    return int(replies[-1])
 
 
 def _redact(url: str) -> str:

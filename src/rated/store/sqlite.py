@@ -364,8 +364,20 @@ class SQLiteStore:
                 )
 
     def states_since(self, seq: int) -> tuple[dict[str, bytes], int]:
-        rows = self._read("SELECT key, state, seq FROM policy_state WHERE seq > ?", (int(seq),))
-        return {k: bytes(v) for k, v, _ in rows}, max([int(seq), *(s for _, _, s in rows)])
+        with self._lock, self._errors():
+            self._conn.execute("BEGIN")  # the counter and the rows from one snapshot
+            try:
+                (latest,) = self._conn.execute(
+                    "SELECT value FROM counters WHERE name = 'state_seq'"
+                ).fetchone()
+                if latest < int(seq):  # a number from another history (a file restored from a copy)
+                    seq = 0
+                rows = self._conn.execute(
+                    "SELECT key, state FROM policy_state WHERE seq > ?", (int(seq),)
+                ).fetchall()
+            finally:
+                self._conn.execute("COMMIT")
+        return {k: bytes(v) for k, v in rows}, int(latest)
 
     def version(self) -> int:
         """``PRAGMA data_version`` (moves on other connections' commits) plus this connection's commits."""
