@@ -233,3 +233,26 @@ def test_delete_and_put_report_a_dead_server(redis_server):
         with pytest.raises(StoreError, match="127.0.0.1") as info:
             call()
         assert not isinstance(info.value, StoreBusyError)
+
+
+def test_endless_contention_is_a_store_busy_error_after_busy_timeout(redis_url):
+    import redis
+
+    from rated.store.redis import RedisStore
+
+    ns = f"b{uuid.uuid4().hex[:8]}"
+    store = RedisStore(redis_url, namespace=ns, busy_timeout=0.3)
+    rival = redis.Redis.from_url(redis_url)
+    calls = []
+
+    def always_beaten(cur):  # another writer changes the key every time we have read it
+        calls.append(1)
+        rival.set(f"{ns}:s:n", str(len(calls)))
+        return {"n": b"mine"}
+
+    started = time.monotonic()
+    with pytest.raises(StoreBusyError, match="kept conflicting with other writers for 0.3 s"):
+        store.update_states(["n"], always_beaten, OutcomeRecord(1.0, "n", "success"))
+    assert 0.3 <= time.monotonic() - started < 1.5 and len(calls) > 3
+    assert store.outcomes() == [] and store.load_states(["n"]) == {"n": str(len(calls)).encode()}
+    rival.close()
