@@ -172,3 +172,14 @@ def test_store_names_itself_without_the_password():
     assert _redact("redis://bob:s3cret@host:6379/0") == "redis://bob:***@host:6379/0"
     assert _redact("rediss://:pw@host/1") == "rediss://:***@host/1"
     assert _redact("redis://host:6379/0") == "redis://host:6379/0"
+
+
+@pytest.mark.parametrize("namespace", ["", "x:s", "a:b", None])
+def test_a_namespace_that_could_share_keys_with_another_is_refused(namespace):
+    """Namespace "x:s" would read and write the state keys of namespace "x" ("x:s:TOOL_ID")."""
+    pytest.importorskip("redis")
+    from rated.errors import ConfigError
+    from rated.store.redis import RedisStore
+
+    with pytest.raises(ConfigError, match="namespace"):
+        RedisStore("redis://127.0.0.1:1/0", namespace=namespace)

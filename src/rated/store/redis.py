@@ -110,6 +110,9 @@ class RedisStore:
             raise ConfigError(f"busy_timeout must be > 0 seconds, got {busy_timeout!r}")
         if not timeout > 0:
             raise ConfigError(f"timeout must be > 0 seconds, got {timeout!r}")
+        if not isinstance(namespace, str) or not namespace or ":" in namespace:
+            # "x:s" would share keys with namespace "x" (its state keys are "x:s:TOOL_ID")
+            raise ConfigError(f"a Redis namespace is a non-empty name without ':', got {namespace!r}")
         if max_outcomes is not None and (
             isinstance(max_outcomes, bool) or not isinstance(max_outcomes, int) or max_outcomes < 1
         ):
