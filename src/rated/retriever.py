@@ -384,12 +384,13 @@ class Retriever:
     def tools(self, *, stats: bool = True) -> list[ToolHealth]:
         """Every tool with its prior, the policy's health view at this moment, and its outcome counts.
 
-        ``stats=False`` skips the counts (a scan of the whole outcome log): health only, for callers that
-        poll often and summarise a bounded slice of the log themselves (the service dashboard).
+        ``stats=False`` skips the counts: health only, for callers that poll often and summarise a bounded
+        slice of the log themselves (the service dashboard).
         """
+        counts = self._store.outcome_stats() if stats else {}  # a store read: no need to hold up retrieval
         with self._lock:
             self._refresh()
-            return self._health(list(range(len(self._ids))), self._store.outcome_stats() if stats else {})
+            return self._health(list(range(len(self._ids))), counts)
 
     def health(self, tool_id: str, *, stats: bool = True) -> ToolHealth:
         """One tool's current health (``stats=False`` skips reading its outcome counts)."""

@@ -252,3 +252,63 @@ def test_damaged_stored_data_is_an_index_format_error_naming_the_file(tmp_path, 
     with pytest.raises(IndexFormatError, match=rf"damaged\.db: {match}"):
         store.get_meta() if read == "meta" else store.load_catalog()
     store.close()
+
+
+def _log(store, n):
+    kinds = ["success", "tool_error", "caller_error", "timeout", "success"]
+    for i in range(n):
+        rec = OutcomeRecord(time=float(i), tool_id=f"t{i % 3}", outcome=kinds[i % len(kinds)])
+        store.update_states([], lambda cur: {}, rec)
+
+
+def test_outcome_totals_are_read_without_scanning_the_log(tmp_path):
+    """`rated tools` and GET /tools read per-tool totals kept with each append, not the whole log."""
+    store = SQLiteStore(tmp_path / "r.db")
+    _log(store, 23)
+    scanned = store._scan_outcome_stats(store._conn, "", [])
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    assert store.outcome_stats() == scanned and store.outcome_stats(["t1"]) == {"t1": scanned["t1"]}
+    store._conn.set_trace_callback(None)
+    assert statements and not any("FROM outcomes" in s for s in statements), statements
+    store.close()
+
+
+def _drop_totals(path):
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE outcome_counts")
+    conn.commit()
+    conn.close()
+
+
+def test_a_file_from_before_the_totals_gets_them_counted_from_its_log(tmp_path):
+    path = tmp_path / "old.db"
+    store = SQLiteStore(path)
+    _log(store, 17)
+    expected = store.outcome_stats()
+    store.close()
+    _drop_totals(path)  # as the file was before outcome_counts existed
+    store = SQLiteStore(path, create=False)
+    assert store._counted and store.outcome_stats() == expected
+    _log(store, 1)  # and they go on from there
+    assert store.outcome_stats()["t0"].successes == expected["t0"].successes + 1
+    store.close()
+
+
+def test_a_read_only_file_from_before_the_totals_is_still_read(tmp_path, monkeypatch):
+    path = tmp_path / "old.db"
+    store = SQLiteStore(path)
+    _log(store, 9)
+    expected = store.outcome_stats()
+    store.close()
+    _drop_totals(path)
+    real_write = SQLiteStore._write
+
+    def read_only(self):  # what a read-only mount answers to BEGIN IMMEDIATE ... CREATE TABLE
+        raise StoreError(f"{self.path}: attempt to write a readonly database")
+
+    monkeypatch.setattr(SQLiteStore, "_write", read_only)
+    store = SQLiteStore(path, create=False)
+    assert not store._counted and store.outcome_stats() == expected
+    monkeypatch.setattr(SQLiteStore, "_write", real_write)
+    store.close()

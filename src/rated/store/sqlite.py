@@ -14,8 +14,9 @@ with NORMAL and a 1 ms budget for a persisted feedback. Losing the last outcomes
 demotion by one failure; stalling every feedback on fsync hurts every agent, so NORMAL is the default.
 
 Tables: ``meta`` (format version, config JSON), ``tools`` (id, JSON record, position), ``embeddings``
-(float32 blobs), ``prior``, ``policy_state`` (key -> blob, change number), ``outcomes`` (append-only log)
-and ``counters`` (state change number, catalog version).
+(float32 blobs), ``prior``, ``policy_state`` (key -> blob, change number), ``outcomes`` (append-only log),
+``outcome_counts`` (per-tool totals of that log, updated in the same transaction: ``rated tools`` reads one
+row per tool however long the log) and ``counters`` (state change number, catalog version).
 """
 
 from __future__ import annotations
@@ -59,12 +60,24 @@ CREATE TABLE IF NOT EXISTS outcomes (
     query_hash TEXT, outcome TEXT NOT NULL, retry_after REAL);
 CREATE INDEX IF NOT EXISTS outcomes_tool ON outcomes (tool_id, seq);
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS outcome_counts (
+    tool_id TEXT PRIMARY KEY, successes INTEGER NOT NULL, failures INTEGER NOT NULL,
+    caller_errors INTEGER NOT NULL, last_outcome TEXT, last_time REAL);
 INSERT OR IGNORE INTO counters (name, value) VALUES ('state_seq', 0), ('catalog_version', 0);
 """
 
 # every table and index _SCHEMA creates: a database holding all of them needs no schema transaction
 _SCHEMA_NAMES = frozenset(m.split()[0] for m in _SCHEMA.split("IF NOT EXISTS ")[1:])
 _TOOL_TABLES = (("tools", "id"), ("embeddings", "id"), ("prior", "id"), ("policy_state", "key"))
+# per-tool totals of the outcome log, kept in the transaction that appends to it, so that reading them
+# costs one row per tool instead of a scan of a log that grows with every feedback
+_COUNT_OUTCOME = """
+INSERT INTO outcome_counts (tool_id, successes, failures, caller_errors, last_outcome, last_time)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (tool_id) DO UPDATE SET
+    successes = successes + excluded.successes, failures = failures + excluded.failures,
+    caller_errors = caller_errors + excluded.caller_errors,
+    last_outcome = excluded.last_outcome, last_time = excluded.last_time"""
 _DURABILITY = {"full": "FULL", "normal": "NORMAL"}
 
 
@@ -88,6 +101,7 @@ class SQLiteStore:
         self.durability = durability
         self._lock = threading.RLock()
         self._local_commits = 0
+        self._counted = True  # outcome_counts exists (False: an older file opened where it cannot be added)
         if not create and not self.path.is_file():
             raise StoreError(f"{self.path}: no rated database there (create one with `rated index`)")
         try:
@@ -124,6 +138,9 @@ class SQLiteStore:
             self._conn.execute(f"PRAGMA synchronous={_DURABILITY[self.durability]}")
             if found is not None and _SCHEMA_NAMES <= names:
                 return  # complete and of our version: nothing to write
+            if found is not None and _SCHEMA_NAMES - names == {"outcome_counts"}:
+                self._add_outcome_counts()
+                return
             with self._write():
                 for stmt in filter(str.strip, _SCHEMA.split(";")):
                     self._conn.execute(stmt)
@@ -134,6 +151,19 @@ class SQLiteStore:
                     )
                 else:
                     self._check_format(found)
+
+    def _add_outcome_counts(self) -> None:
+        """A file written before the per-tool totals existed: add them, counted from its log, once. Where
+        the file cannot be written (read-only), ``outcome_stats`` scans the log instead, as it used to."""
+        create = next(stmt for stmt in _SCHEMA.split(";") if "outcome_counts" in stmt)
+        try:
+            with self._write() as conn:
+                conn.execute(create)
+                conn.executemany(_COUNT_OUTCOME, _totals_rows(self._scan_outcome_stats(conn, "", [])))
+        except StoreError as exc:
+            if "readonly" not in str(exc):
+                raise
+            self._counted = False
 
     def _format_version(self) -> str | None:
         row = self._conn.execute("SELECT value FROM meta WHERE key='format_version'").fetchone()
@@ -362,6 +392,10 @@ class SQLiteStore:
                     "VALUES (?, ?, ?, ?, ?)",
                     (record.time, record.tool_id, record.query_hash, record.outcome, record.retry_after),
                 )
+                if self._counted:
+                    slots = [0, 0, 0]
+                    slots[outcome_slot(record.outcome)] = 1
+                    conn.execute(_COUNT_OUTCOME, (record.tool_id, *slots, record.outcome, record.time))
 
     def states_since(self, seq: int) -> tuple[dict[str, bytes], int]:
         with self._lock, self._errors():
@@ -406,14 +440,29 @@ class SQLiteStore:
             if not tool_ids:
                 return {}
             where, params = f"WHERE tool_id IN ({','.join('?' * len(tool_ids))})", list(tool_ids)
+        if not self._counted:
+            with self._lock, self._errors():
+                return self._scan_outcome_stats(self._conn, where, params)
+        rows = self._read(
+            "SELECT tool_id, successes, failures, caller_errors, last_outcome, last_time "
+            f"FROM outcome_counts {where}",
+            params,
+        )
+        return {row[0]: OutcomeStats(*row) for row in rows}
+
+    @staticmethod
+    def _scan_outcome_stats(conn: sqlite3.Connection, where: str, params: list) -> dict[str, OutcomeStats]:
+        """The totals counted from the log itself: a scan of every record (``where`` narrows it)."""
         counts: dict[str, list] = {}
-        grouped = self._read(f"SELECT tool_id, outcome, COUNT(*) FROM outcomes {where} GROUP BY 1, 2", params)
+        grouped = conn.execute(
+            f"SELECT tool_id, outcome, COUNT(*) FROM outcomes {where} GROUP BY 1, 2", params
+        )
         for tool_id, outcome, n in grouped:
             row = counts.setdefault(tool_id, [0, 0, 0])
             row[outcome_slot(outcome)] += n
         last = {
             t: (o, when)
-            for t, o, when in self._read(
+            for t, o, when in conn.execute(
                 "SELECT tool_id, outcome, time FROM outcomes "
                 f"WHERE seq IN (SELECT MAX(seq) FROM outcomes {where} GROUP BY tool_id)",
                 params,
@@ -441,3 +490,10 @@ def _prior_row(r_static: Any, detail: str, where: str, tool_id: str) -> tuple[fl
     if isinstance(r_static, bool) or not isinstance(r_static, (int, float)) or not isinstance(d, dict):
         raise IndexFormatError(f"{where}: damaged prior for tool {tool_id!r}")
     return float(r_static), d
+
+
+def _totals_rows(stats: Mapping[str, OutcomeStats]) -> list[tuple]:
+    return [
+        (s.tool_id, s.successes, s.failures, s.caller_errors, s.last_outcome, s.last_time)
+        for s in stats.values()
+    ]
