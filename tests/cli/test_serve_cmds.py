@@ -31,3 +31,26 @@ def test_serve_names_the_database_as_its_store_does_never_with_a_password(monkey
     err = capsys.readouterr().err
     assert "hunter2" not in err and "redis://:***@cache:6379/0" in err and "2 tools" in err
     assert "starting on http://127.0.0.1:8123" in err and ran["port"] == 8123
+
+
+@pytest.mark.parametrize(
+    ("host", "key", "warned"), [("0.0.0.0", None, True), ("0.0.0.0", "k", False), ("::1", None, False)]
+)
+def test_serve_warns_when_it_listens_beyond_loopback_without_a_key(
+    tmp_path, monkeypatch, capsys, host, key, warned
+):
+    tools = [
+        Tool(id="a", name="send_email", description="Send an email"),
+        Tool(id="b", name="b", description="x"),
+    ]
+    db = tmp_path / "r.db"
+    Retriever.from_catalog(tools, db=db, encoder=HashEncoder(32)).close()
+    real_open = Retriever.open
+    monkeypatch.setattr(Retriever, "open", lambda path, **kw: real_open(path, encoder=HashEncoder(32), **kw))
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: None)
+    if key:
+        monkeypatch.setenv("RATED_API_KEY", key)
+    else:
+        monkeypatch.delenv("RATED_API_KEY", raising=False)
+    assert main(["serve", "--db", str(db), "--host", host]) == 0
+    assert ("without an API key" in capsys.readouterr().err) is warned

@@ -37,6 +37,12 @@ def _serve(args: argparse.Namespace) -> int:
     with Retriever.open(settings.db, busy_timeout=settings.busy_timeout) as retriever:  # errors: one line
         retriever.index  # noqa: B018 - build the index now: the first request should not pay for it
         app = create_app(settings, retriever=retriever)
+        if settings.api_key is None and not _loopback(settings.host):
+            err_console.print(
+                f"rated: warning: listening on {settings.host} without an API key: anyone who can reach it "
+                "can report outcomes and demote tools (set RATED_API_KEY)",
+                markup=False,
+            )
         err_console.print(  # uvicorn says when the port is bound ("Uvicorn running on ...")
             f"rated: {len(retriever)} tools from {describe_db(retriever.store)}; starting on "
             f"http://{settings.host}:{settings.port} (docs at /docs)"
@@ -57,3 +63,14 @@ def _mcp(args: argparse.Namespace) -> int:
     with retriever:
         build_mcp_server(retriever, settings).run("stdio")
     return 0
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False

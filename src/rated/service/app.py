@@ -11,16 +11,17 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
+from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
 from rated.errors import ConfigError
 from rated.retriever import Retriever
+from rated.service.auth import require_api_key
 from rated.service.errors import install_error_handler
 from rated.service.limits import BodyLimit
 from rated.service.metrics import Metrics
-from rated.service.routes import ROUTERS
+from rated.service.routes import OPEN_ROUTERS, ROUTERS
 from rated.service.settings import Settings
 
 __all__ = ["create_app"]
@@ -58,8 +59,9 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
     app.state.settings = settings
     app.state.metrics = Metrics()
     install_error_handler(app)
+    keyed = [Depends(require_api_key)] if settings.api_key is not None else []
     for router in ROUTERS:
-        app.include_router(router)
+        app.include_router(router, dependencies=[] if router in OPEN_ROUTERS else keyed)
     errors = app.state.metrics.errors
     app.add_middleware(
         BodyLimit,

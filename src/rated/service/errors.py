@@ -16,11 +16,13 @@ from rated.errors import (
     StoreError,
     UnknownToolError,
 )
+from rated.service.auth import AUTH_CHALLENGE, Unauthorized
 
 __all__ = ["STATUS", "install_error_handler", "status_of", "validation_detail"]
 
 # first match wins: subclasses before their parents
 STATUS: tuple[tuple[type[RatedError], int], ...] = (
+    (Unauthorized, 401),
     (QueryError, 422),
     (ConfigError, 422),
     (CatalogError, 422),
@@ -46,7 +48,13 @@ def install_error_handler(app: FastAPI) -> None:
     async def _rated_error(request: Request, exc: RatedError) -> JSONResponse:
         code = status_of(exc)
         request.app.state.metrics.errors.labels(type(exc).__name__).inc()
-        headers = {"Retry-After": "1"} if isinstance(exc, StoreBusyError) else None
+        headers = (
+            {"Retry-After": "1"}
+            if isinstance(exc, StoreBusyError)
+            else {"WWW-Authenticate": AUTH_CHALLENGE}
+            if isinstance(exc, Unauthorized)
+            else None
+        )
         return JSONResponse(
             {"error": type(exc).__name__, "detail": str(exc)}, status_code=code, headers=headers
         )

@@ -9,7 +9,15 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from rated.errors import ConfigError
 
@@ -31,6 +39,14 @@ class Settings(BaseModel):
     max_batch: int = Field(64, ge=1)
     busy_timeout: float = Field(5.0, gt=0)
     max_body_bytes: int = Field(1 << 20, ge=1)  # 1 MiB: a full batch (64 x 10,000 ASCII chars) fits
+    api_key: SecretStr | None = None  # set: every route but /health and the docs needs it (service.auth)
+
+    @field_validator("api_key")
+    @classmethod
+    def _key_not_blank(cls, key: SecretStr | None) -> SecretStr | None:
+        if key is not None and not key.get_secret_value().strip():
+            raise ValueError("must not be empty (unset it to run without a key)")
+        return key
 
     @model_validator(mode="after")
     def _k_within_limit(self) -> Settings:

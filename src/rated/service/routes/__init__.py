@@ -2,6 +2,7 @@
 
 from rated.service.routes import dashboard, feedback, health, metrics, retrieve, tools
 
-__all__ = ["ROUTERS"]
+__all__ = ["OPEN_ROUTERS", "ROUTERS"]
 
 ROUTERS = (retrieve.router, feedback.router, tools.router, health.router, metrics.router, dashboard.router)
+OPEN_ROUTERS = (health.router,)  # answered without the API key: liveness probes carry no credentials
