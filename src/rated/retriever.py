@@ -59,7 +59,7 @@ from rated.store.open import open_store
 __all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "ToolHealth"]
 
 DEFAULT_POLICY = "rated"
-_STORE_OPTIONS = ("durability", "busy_timeout", "namespace")
+_STORE_OPTIONS = ("durability", "busy_timeout", "namespace", "max_outcomes")
 _BANDIT_NAMES = ("bandit", "mab", "health")  # what policies call their feedback-learned component
 
 
@@ -116,7 +116,8 @@ class Retriever:
         ``candidates`` (K, default 10), ``max_query_chars`` (10,000), ``semantic`` (a SemanticConfig or
         dict), ``overwrite`` (replace an existing index in ``db``), ``progress``, ``clock``, ``query_cache``
         (recent query embeddings kept in memory, default 1024; 0 turns it off), and store
-        options ``durability`` / ``busy_timeout`` / ``namespace``.
+        options ``durability`` / ``busy_timeout`` / ``namespace`` / ``max_outcomes`` (keep only the newest
+        outcome records; per-tool counts stay exact).
         """
         from rated.catalog.prior import compute_prior
 
@@ -178,7 +179,8 @@ class Retriever:
         """Reopen an index: stored embeddings, prior, policy and learned state; nothing is re-encoded.
 
         The encoder defaults to the one the index was built with (checked by name, size and weights);
-        ``policy`` is needed only for a custom policy that rated's registry does not know.
+        ``policy`` is needed only for a custom policy that rated's registry does not know. Store options
+        as for ``from_catalog``.
         """
         unknown = set(store_options) - set(_STORE_OPTIONS)
         if unknown:

@@ -312,3 +312,32 @@ def test_a_read_only_file_from_before_the_totals_is_still_read(tmp_path, monkeyp
     assert not store._counted and store.outcome_stats() == expected
     monkeypatch.setattr(SQLiteStore, "_write", real_write)
     store.close()
+
+
+def test_max_outcomes_keeps_the_newest_records_and_exact_totals(tmp_path):
+    full, capped = SQLiteStore(tmp_path / "full.db"), SQLiteStore(tmp_path / "cap.db", max_outcomes=4)
+    for store in (full, capped):
+        _log(store, 11)
+    assert [r.time for r in capped.outcomes(limit=None)] == [7.0, 8.0, 9.0, 10.0]
+    assert len(full.outcomes(limit=None)) == 11 and capped.outcome_stats() == full.outcome_stats()
+    for bad in (0, -1, 2.5, True, "10"):
+        with pytest.raises(ConfigError, match="max_outcomes"):
+            SQLiteStore(tmp_path / "bad.db", max_outcomes=bad)
+    full.close()
+    capped.close()
+
+
+def test_max_outcomes_reaches_the_store_through_retriever_open(tmp_path):
+    from rated import Tool
+    from rated.encode.testing import HashEncoder
+    from rated.retriever import Retriever
+
+    db = tmp_path / "r.db"
+    tools = [Tool(id="a", name="a", description="send mail"), Tool(id="b", name="b", description="weather")]
+    Retriever.from_catalog(tools, db=db, encoder=HashEncoder(16)).close()
+    with Retriever.open(db, encoder=HashEncoder(16), max_outcomes=2) as r:
+        for outcome in ("success", "tool_error", "timeout"):
+            r.feedback("a", outcome)
+        assert [o.outcome for o in r.outcomes(limit=None)] == ["tool_error", "timeout"]
+        (health,) = [h for h in r.tools() if h.tool.id == "a"]
+        assert (health.stats.successes, health.stats.failures) == (1, 2)

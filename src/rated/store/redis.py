@@ -19,7 +19,7 @@ lagging replica promoted, a snapshot) moves the change counter backwards: ``stat
 every state, so retrievers reload instead of missing the changes numbered anew.
 
 Outcome log: Redis holds it in memory, so it is capped at the newest ``max_outcomes`` records (default
-100,000, about 10 MB; None keeps all, as the SQLite store does). ``outcome_stats`` is exact whatever the
+100,000, about 10 MB; None keeps all, the SQLite store's default). ``outcome_stats`` is exact whatever the
 cap: per-tool counts and the last outcome are kept in a hash updated with each record, so reading them
 costs one hash read instead of a scan of the log.
 
@@ -46,7 +46,14 @@ from rated.store.base import (
     OutcomeStats,
     StoredCatalog,
 )
-from rated.store.rows import check_tool_rows, decode_json, decode_meta, decode_vector, empty_catalog_dim
+from rated.store.rows import (
+    check_max_outcomes,
+    check_tool_rows,
+    decode_json,
+    decode_meta,
+    decode_vector,
+    empty_catalog_dim,
+)
 from rated.store.stats import outcome_slot, recent_outcomes
 
 __all__ = ["RedisStore"]
@@ -113,17 +120,13 @@ class RedisStore:
         if not isinstance(namespace, str) or not namespace or ":" in namespace:
             # "x:s" would share keys with namespace "x" (its state keys are "x:s:TOOL_ID")
             raise ConfigError(f"a Redis namespace is a non-empty name without ':', got {namespace!r}")
-        if max_outcomes is not None and (
-            isinstance(max_outcomes, bool) or not isinstance(max_outcomes, int) or max_outcomes < 1
-        ):
-            raise ConfigError(f"max_outcomes must be None or an integer >= 1, got {max_outcomes!r}")
         redis = _import_redis()
         self._redis = redis
         self._lost = (redis.ConnectionError, redis.TimeoutError)
         self.url = _redact(url)  # how messages name the store: never with its password
         self.namespace = namespace
         self.busy_timeout = float(busy_timeout)
-        self.max_outcomes = max_outcomes
+        self.max_outcomes = check_max_outcomes(max_outcomes)
         if client is None:
             from redis.backoff import NoBackoff
             from redis.retry import Retry

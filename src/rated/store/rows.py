@@ -10,7 +10,23 @@ import numpy as np
 
 from rated.errors import ConfigError, IndexFormatError
 
-__all__ = ["check_tool_rows", "decode_json", "decode_meta", "decode_vector", "empty_catalog_dim"]
+__all__ = [
+    "check_max_outcomes",
+    "check_tool_rows",
+    "decode_json",
+    "decode_meta",
+    "decode_vector",
+    "empty_catalog_dim",
+]
+
+
+def check_max_outcomes(max_outcomes: Any) -> int | None:
+    """The outcome-log cap a store was given: None (keep every record) or a positive integer."""
+    if max_outcomes is not None and (
+        isinstance(max_outcomes, bool) or not isinstance(max_outcomes, int) or max_outcomes < 1
+    ):
+        raise ConfigError(f"max_outcomes must be None or an integer >= 1, got {max_outcomes!r}")
+    return max_outcomes
 
 
 def check_tool_rows(

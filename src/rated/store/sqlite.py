@@ -14,7 +14,8 @@ with NORMAL and a 1 ms budget for a persisted feedback. Losing the last outcomes
 demotion by one failure; stalling every feedback on fsync hurts every agent, so NORMAL is the default.
 
 Tables: ``meta`` (format version, config JSON), ``tools`` (id, JSON record, position), ``embeddings``
-(float32 blobs), ``prior``, ``policy_state`` (key -> blob, change number), ``outcomes`` (append-only log),
+(float32 blobs), ``prior``, ``policy_state`` (key -> blob, change number), ``outcomes`` (append-only log,
+all of it unless ``max_outcomes`` keeps only the newest records),
 ``outcome_counts`` (per-tool totals of that log, updated in the same transaction: ``rated tools`` reads one
 row per tool however long the log) and ``counters`` (state change number, catalog version).
 """
@@ -41,7 +42,14 @@ from rated.store.base import (
     OutcomeStats,
     StoredCatalog,
 )
-from rated.store.rows import check_tool_rows, decode_json, decode_meta, decode_vector, empty_catalog_dim
+from rated.store.rows import (
+    check_max_outcomes,
+    check_tool_rows,
+    decode_json,
+    decode_meta,
+    decode_vector,
+    empty_catalog_dim,
+)
 from rated.store.stats import outcome_slot
 
 __all__ = ["SQLiteStore"]
@@ -91,6 +99,7 @@ class SQLiteStore:
         create: bool = True,
         busy_timeout: float = 5.0,
         durability: str = "normal",
+        max_outcomes: int | None = None,
     ) -> None:
         if durability not in _DURABILITY:
             raise ConfigError(f"durability must be one of {sorted(_DURABILITY)}, got {durability!r}")
@@ -99,6 +108,7 @@ class SQLiteStore:
         self.path = Path(path)
         self.busy_timeout = float(busy_timeout)
         self.durability = durability
+        self.max_outcomes = check_max_outcomes(max_outcomes)  # None: the log keeps every record
         self._lock = threading.RLock()
         self._local_commits = 0
         self._counted = True  # outcome_counts exists (False: an older file opened where it cannot be added)
@@ -396,6 +406,11 @@ class SQLiteStore:
                     slots = [0, 0, 0]
                     slots[outcome_slot(record.outcome)] = 1
                     conn.execute(_COUNT_OUTCOME, (record.tool_id, *slots, record.outcome, record.time))
+                    if self.max_outcomes is not None:  # the totals above stay exact: only old records go
+                        conn.execute(
+                            "DELETE FROM outcomes WHERE seq <= (SELECT MAX(seq) FROM outcomes) - ?",
+                            (self.max_outcomes,),
+                        )
 
     def states_since(self, seq: int) -> tuple[dict[str, bytes], int]:
         with self._lock, self._errors():
