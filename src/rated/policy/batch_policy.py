@@ -46,10 +46,11 @@ class BatchPolicy(GlobalMABPolicy):
         prior_strength: float = 1.0,
         alpha: float = 0.1,
         half_life: float = math.inf,
+        prior_weight: float = 0.0,
     ):
         if batch <= 0:
             raise ConfigError(f"batch must be > 0, got {batch}")
-        super().__init__(w_sem, w_mab, w_prior, gamma, prior_strength, alpha, half_life)
+        super().__init__(w_sem, w_mab, w_prior, gamma, prior_strength, alpha, half_life, prior_weight)
         self.batch = float(batch)
         self._pending: dict[str, list[tuple[float, float]]] = {}  # tool -> [(time, y)] not yet visible
 

@@ -1,10 +1,18 @@
 """Global MAB: one context-free, discounted success estimate per tool, fused like RATED's bandit score.
 
 The paper's "RATED (w/ Global MAB)" ablation: ``w_sem*S_sem + w_mab*min(1, mean + bonus) + w_prior*r_static``
-where ``mean`` is a Beta posterior mean ``(s + n0*r_static) / (s + f + n0)`` over discounted counts (each
+where ``mean`` is a Beta posterior mean ``(s + n0*m0) / (s + f + n0)`` over discounted counts (each
 update multiplies the old counts by ``gamma``; with a finite ``half_life`` they also fade with time) and
 ``bonus = alpha / sqrt(n0 + s + f)`` is a UCB optimism term. No health gate: demotion is only as strong
 as ``w_mab`` makes it.
+
+The prior mean is ``m0 = 1 - prior_weight * (1 - r_static)``, as in RATED. With ``prior_weight = 0`` (the
+default, RATED's too) a tool nobody has reported on scores 1, so only failures move the estimate. With
+``prior_weight = 1`` (``m0 = r_static``, the only form before the benchmark audit) an unobserved tool scores
+about ``r_static``, while one success lifts a tool to about 1. That is a popularity lock-in: the first tool
+that was called and worked then outranks better matches for every other query, even when nothing is down.
+RATED avoids it on purpose (docs/dynamic-benchmark.md, section 4), so the baseline must be able to avoid it
+too. Both values are in the tuning grid.
 """
 
 from __future__ import annotations
@@ -67,17 +75,19 @@ class GlobalMABPolicy(BasePolicy):
         prior_strength: float = 1.0,
         alpha: float = 0.1,
         half_life: float = math.inf,
+        prior_weight: float = 0.0,
     ):
         if (
             min(w_sem, w_mab, w_prior, alpha) < 0
             or not 0 < gamma <= 1
             or prior_strength <= 0
             or half_life <= 0
+            or not 0 <= prior_weight <= 1
         ):
             raise ConfigError(
-                "need weights and alpha >= 0, 0 < gamma <= 1, prior_strength > 0, half_life > 0; got "
-                f"{w_sem}, {w_mab}, {w_prior}, alpha={alpha}, gamma={gamma}, "
-                f"prior_strength={prior_strength}, half_life={half_life}"
+                "need weights and alpha >= 0, 0 < gamma <= 1, prior_strength > 0, half_life > 0, "
+                f"0 <= prior_weight <= 1; got {w_sem}, {w_mab}, {w_prior}, alpha={alpha}, gamma={gamma}, "
+                f"prior_strength={prior_strength}, half_life={half_life}, prior_weight={prior_weight}"
             )
         self.w_sem = float(w_sem)
         self.w_mab = float(w_mab)
@@ -86,6 +96,7 @@ class GlobalMABPolicy(BasePolicy):
         self.prior_strength = float(prior_strength)
         self.alpha = float(alpha)
         self.half_life = float(half_life)
+        self.prior_weight = float(prior_weight)
         self._counts: dict[str, tuple[float, float, float]] = {}  # tool -> (t_last, s, f)
 
     def _current(self, tool_id: str, now: float) -> tuple[float, float, float] | None:
@@ -95,11 +106,12 @@ class GlobalMABPolicy(BasePolicy):
     def _score(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
         now, n0, hl = candidates.now, self.prior_strength, self.half_life
         prior = candidates.prior
+        m0 = 1.0 - self.prior_weight * (1.0 - prior.astype(np.float64))  # prior mean of the success rate
         est = np.empty(len(candidates))
         for i, tool in enumerate(candidates.tool_ids):
             c = self._current(tool, now)
             s, f = (0.0, 0.0) if c is None else faded(c, now, hl)
-            est[i] = min(1.0, (s + n0 * float(prior[i])) / (s + f + n0) + self.alpha / math.sqrt(n0 + s + f))
+            est[i] = min(1.0, (s + n0 * float(m0[i])) / (s + f + n0) + self.alpha / math.sqrt(n0 + s + f))
         scores = self.w_sem * candidates.semantic + self.w_mab * est + self.w_prior * prior
         return scores, {"semantic": candidates.semantic, "mab": est, "prior": prior}, None
 

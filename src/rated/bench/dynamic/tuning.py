@@ -12,8 +12,10 @@ Starting values come from libraries practitioners use:
   ``failureRateThreshold = 50%``; a tool sees only tens of calls here, so the grid scales the window
   down: window {5, 10, 20} x minimum calls {2, 3} x threshold {0.5} x cool-down {200, 800, 3200}.
 - ``global_mab``: weight {0.15, 0.3, 0.5, 1.0} x gamma {0.95, 1.0} x half-life {500, 2000, inf}
-  (the paper's gamma 0.95, alpha 0.1).
-- ``batch_policy``: batch {50, 200, 500} steps x weight {0.3, 1.0} x half-life {500, inf}.
+  (the paper's gamma 0.95, alpha 0.1) x prior weight {0, 1} (0: an unobserved tool scores 1, as in RATED;
+  1: the prior mean is r_static, which rewards a tool for having been picked once).
+- ``batch_policy``: batch {50, 200, 500} steps x weight {0.3, 1.0} x half-life {500, inf} x prior weight
+  {0, 1}.
 - ``rated``: ``RATED_GRID``, the settings that decide how long a failure is remembered (base recovery
   half-life of a server error {200, 800, 3200} x back-off {1, 2}, the same two knobs as the breaker's)
   and the prior's weight w3 {0.05, 0.10}, x the ranking: the paper's fusion with the health gate
@@ -66,11 +68,13 @@ GRIDS: dict[str, dict[str, list[Any]]] = {
         "w_mab": [0.15, 0.3, 0.5, 1.0],
         "gamma": [0.95, 1.0],
         "half_life": [500.0, 2000.0, math.inf],
+        "prior_weight": [0.0, 1.0],
     },
     "batch_policy": {
         "batch": [50.0, 200.0, 500.0],
         "w_mab": [0.3, 1.0],
         "half_life": [500.0, math.inf],
+        "prior_weight": [0.0, 1.0],
     },
     "rated": RATED_GRID,
 }
