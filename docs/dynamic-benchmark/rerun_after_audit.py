@@ -8,6 +8,7 @@ every other method (RATED included) at the settings ``results.json`` stores for 
 writes the compact entries back into ``results.json`` (``--apply``).
 
     python docs/dynamic-benchmark/rerun_after_audit.py --data DATA --out runs/audit [--parallel 2] [--apply]
+    python docs/dynamic-benchmark/rerun_after_audit.py --table OLD_RESULTS_JSON   (the comparison table)
 
 ``DATA`` holds the folders written by ``rated data prepare stabletoolbench|bfcl``. Each configuration is
 one ``rated bench dynamic`` command, printed before it runs.
@@ -91,6 +92,36 @@ def compact(raw: dict, old: dict) -> dict:
     return entry
 
 
+def table(before: dict, after: dict, names: list[str]) -> str:
+    """Markdown: per configuration, the best baseline and RATED's paired lead before and after the re-run."""
+
+    def pct(m: dict, key: str = "post_fail_sr") -> str:
+        return f"{100 * m[key][0]:.1f}"
+
+    def lead(e: dict) -> str:
+        p = e["paired_rated_vs_best"]["post_fail_sr"]
+        return f"{100 * p['mean']:+.2f} ± {100 * p['std']:.2f} ({p['a_better']}/{p['seeds']})"
+
+    rows = [
+        "| configuration | best baseline before: SR, RATED - it | global_mab SR before -> after | "
+        "batch_policy SR before -> after | best baseline after: SR / FSR | RATED SR / FSR | RATED - best "
+        "after, paired (seeds ahead) | regret RATED / best |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for n in names:
+        b, a = before[n], after[n]
+        best = a["methods"][a["best_baseline"]]
+        rated = a["methods"]["rated"]
+        rows.append(
+            f"| {n} | {b['best_baseline']} {pct(b['methods'][b['best_baseline']])}, {lead(b)} | "
+            f"{pct(b['methods']['global_mab'])} -> {pct(a['methods']['global_mab'])} | "
+            f"{pct(b['methods']['batch_policy'])} -> {pct(a['methods']['batch_policy'])} | "
+            f"{a['best_baseline']} {pct(best)} / {pct(best, 'fsr')} | {pct(rated)} / {pct(rated, 'fsr')} | "
+            f"{lead(a)} | {100 * rated['regret'][0]:.1f} / {100 * best['regret'][0]:.1f} |"
+        )
+    return "\n".join(rows)
+
+
 def run(cmd: list[str], log: Path) -> int:
     print(" ".join(cmd), flush=True)
     start = time.monotonic()
@@ -102,14 +133,20 @@ def run(cmd: list[str], log: Path) -> int:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, required=True)
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--data", type=Path, help="folder with the prepared datasets (to run)")
+    ap.add_argument("--out", type=Path, help="folder for each run's JSON, PNG and log (to run)")
     ap.add_argument("--configs", nargs="*", help="default: every published configuration")
     ap.add_argument("--parallel", type=int, default=1, help="configurations run at once")
     ap.add_argument("--apply", action="store_true", help="write the new entries into results.json")
+    ap.add_argument("--table", type=Path, help="results.json from before the re-run: print the comparison")
     args = ap.parse_args()
     results = json.loads(RESULTS.read_text())
     names = args.configs or main_configs(results)
+    if args.table:
+        print(table(json.loads(args.table.read_text()), results, names))
+        return 0
+    if args.data is None or args.out is None:
+        ap.error("--data and --out are needed to run")
     args.out.mkdir(parents=True, exist_ok=True)
     todo = [n for n in names if not (args.out / f"{n}.json").is_file()]  # resumable
     jobs = [(command(n, results[n], args.data, args.out), args.out / f"{n}.log") for n in todo]
