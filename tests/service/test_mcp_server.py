@@ -68,6 +68,8 @@ def test_tools_are_listed_with_schemas_and_work_in_process(retriever):
                 ("report_outcome", {"tool_id": "mail.a", "outcome": "timeout", "retry_after": "5"}, "number"),
                 ("report_outcome", {"tool_id": "nope", "outcome": "success"}, "unknown tool id"),
                 ("report_outcome", {"tool_id": "mail.a", "outcome": "exploded"}, "unknown outcome"),
+                # a bad value is named, never echoed back (it may be huge, or private)
+                ("find_tools", {"query": QUERY, "k": "private-value-0123"}, "valid integer"),
                 # unknown arguments are named, not dropped (k would silently be the default)
                 ("find_tools", {"query": QUERY, "top_k": 1}, "top_k"),
                 (
@@ -78,6 +80,7 @@ def test_tools_are_listed_with_schemas_and_work_in_process(retriever):
             ]:
                 bad = await client.call_tool(name, args)
                 assert bad.is_error and message in bad.content[0].text
+                assert "private-value" not in bad.content[0].text
 
     anyio.run(session)
     assert [r.outcome for r in retriever.outcomes()] == ["tool_error"]

@@ -122,7 +122,9 @@ def _closed_tool(fn: Callable[..., Any], description: str) -> Tool:
 
     tool = Tool.from_function(fn, description=description)
     model = tool.fn_metadata.arg_model
-    closed = type(model.__name__, (model,), {"model_config": ConfigDict(extra="forbid")})
+    # hide_input_in_errors: a validation error names the argument and the problem, never echoes the value
+    config = ConfigDict(extra="forbid", hide_input_in_errors=True)
+    closed = type(model.__name__, (model,), {"model_config": config})
     tool.fn_metadata.arg_model = closed  # read at each call (the SDK documents this field as live)
     tool.parameters = closed.model_json_schema(by_alias=True)
     return tool
