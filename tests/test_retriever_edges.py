@@ -339,3 +339,12 @@ def test_a_db_that_is_neither_path_url_nor_store_is_a_config_error(db):
 def test_open_without_a_database_says_so():
     with pytest.raises(ConfigError, match="Retriever.open needs the database"):
         Retriever.open(None)  # type: ignore[arg-type]
+
+
+def test_feedback_finds_a_tool_whatever_unicode_form_its_id_is_typed_in():
+    composed, decomposed = "caf\u00e9.order", "cafe\u0301.order"
+    tools = [*catalog(), Tool(id=composed, name="order_coffee", description="Order a coffee")]
+    r = Retriever.from_catalog(tools, encoder=HashEncoder(32))
+    r.feedback(decomposed, "tool_error")  # as a terminal may type it
+    assert [(o.tool_id, o.outcome) for o in r.outcomes()] == [(composed, "tool_error")]
+    assert not r.health(composed).healthy

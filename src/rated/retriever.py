@@ -27,6 +27,7 @@ import hashlib
 import math
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Real
 from pathlib import Path
@@ -299,9 +300,10 @@ class Retriever:
             query_hash = hashlib.sha256(query.encode("utf-8")).hexdigest()[:16]
         with self._lock:
             self._refresh()  # the tool may have been added or removed by another process since
-            tool = self._by_id.get(tool_id)
+            tool = self._by_id.get(tool_id) or self._by_id.get(_other_normal_form(tool_id))
             if tool is None:
                 raise UnknownToolError(tool_id)
+            tool_id = tool.id  # as the catalog spells it, whichever Unicode form was typed
             now = float(self._clock())
             fb = Feedback(
                 tool_id=tool_id, outcome=result, now=now, context=context, provider=tool.provider_key
@@ -624,6 +626,13 @@ class Retriever:
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
+def _other_normal_form(text: str) -> str:
+    """``text`` in the other Unicode normal form (NFC <-> NFD): a terminal may type "é" either way, and
+    the catalog refuses ids that differ only so, so at most one tool matches."""
+    nfc = unicodedata.normalize("NFC", text)
+    return nfc if nfc != text else unicodedata.normalize("NFD", text)
+
+
 def _index_exists(db: object) -> ConfigError:
     return ConfigError(
         f"{setup.describe_db(db)} already holds an index; replace it with `rated index --force` "
