@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from rated.bench.dataset import Dataset, Query, load_dataset
-from rated.bench.metrics import METRIC_KEYS, bootstrap_ci, query_metrics, summarise
+from rated.bench.metrics import METRIC_KEYS, bootstrap_ci, expected_query_metrics, summarise
 from rated.catalog.schema import Tool
 from rated.catalog.text import DEFAULT_TEXT, TextConfig, lexical_text, tool_text
 from rated.encode.base import Encoder
@@ -239,15 +239,21 @@ def evaluate(
     ids: Sequence[str], queries: Sequence[Query], scores: ScoreStream, top1: list[float] | None = None
 ) -> tuple[list, float]:
     """Per-query metrics of a score stream, and the seconds spent producing and ranking the scores.
-    When ``top1`` is a list, each query's best score is appended to it."""
+    Tied scores count at their expected value over every order of the tie (not by pool position: a
+    pool can list its labelled tools first, e.g. before appended distractors). When ``top1`` is a list,
+    each query's best score is appended to it."""
     rows = []
     start = time.perf_counter()
-    id_arr = np.asarray(ids, dtype=object)
+    position = {tool_id: i for i, tool_id in enumerate(ids)}
     for q, s in zip(queries, scores, strict=True):
-        order = np.argsort(-np.asarray(s), kind="stable")
-        rows.append(query_metrics(id_arr[order].tolist(), q.relevant))
+        s = np.asarray(s)
+        relevant = set(q.relevant)
+        mask = np.zeros(len(s), dtype=bool)
+        mask[[position[t] for t in relevant if t in position]] = True
+        rows.append(expected_query_metrics(s, mask, len(relevant)))
         if top1 is not None:
-            top1.append(float(s[order[0]]))
+            finite = s[~np.isnan(s)]
+            top1.append(float(finite.max()) if finite.size else float("nan"))
     return rows, time.perf_counter() - start
 
 
@@ -264,12 +270,12 @@ def _mean_metrics(rows: Sequence) -> dict[str, float]:
 
 
 def _auroc(pos: np.ndarray, neg: np.ndarray) -> float:
-    """Probability that a query with a correct tool gets a higher top-1 score than one without."""
+    """Probability that a query with a correct tool gets a higher top-1 score than one without
+    (a tie counts one half, as the Mann-Whitney statistic defines it)."""
     if not len(pos) or not len(neg):
         return float("nan")
-    order = np.argsort(np.concatenate([pos, neg]), kind="stable")
-    r = np.empty(len(order))
-    r[order] = np.arange(1, len(order) + 1)
+    _, inverse, counts = np.unique(np.concatenate([pos, neg]), return_inverse=True, return_counts=True)
+    r = (np.cumsum(counts) - (counts - 1) / 2.0)[inverse]  # 1-based ranks, tied values share their mean
     return float((r[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
 
 
