@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -53,6 +53,7 @@ __all__ = [
 
 W_SEM, W_STATIC, RERANK_K = 0.75, 0.10, 10
 DEFAULT_METHODS = ("tfidf", "bm25", "dense", "hybrid", "semantic", "rated")
+PAIRED_WITH = "semantic"  # the default stage: the JSON gives its paired MRR difference to every other method
 ScoreStream = Iterator[np.ndarray]
 
 
@@ -220,6 +221,7 @@ class OfflineResult:
     timing_ms: dict[str, float]
     abstention: dict[str, dict[str, float]] = field(default_factory=dict)
     per_query_rr: dict[str, list[float]] = field(default_factory=dict, repr=False)
+    paired_mrr: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -232,6 +234,7 @@ class OfflineResult:
             "ci95": self.ci95,
             "timing_ms_per_query": self.timing_ms,
             "abstention": self.abstention,
+            "paired_mrr": self.paired_mrr,
         }
 
 
@@ -357,7 +360,31 @@ def run_offline(
         timing_ms=timing,
         abstention=abstention,
         per_query_rr=per_query,
+        paired_mrr=paired_differences(per_query, n_boot=n_boot),
     )
+
+
+def paired_differences(
+    per_query: Mapping[str, Sequence[float]], n_boot: int = 1000
+) -> dict[str, dict[str, Any]]:
+    """MRR of the default ``semantic`` stage minus each other method, query by query, with a paired
+    bootstrap interval (the same resampled queries for both): per-method intervals overlap even when one
+    method is ahead on almost every query, so only the interval of the difference says whether a lead is
+    more than noise."""
+    if PAIRED_WITH not in per_query:
+        return {}
+    base = np.asarray(per_query[PAIRED_WITH], dtype=np.float64)
+    out = {}
+    for name, rr in per_query.items():
+        if name == PAIRED_WITH:
+            continue
+        diff = base - np.asarray(rr, dtype=np.float64)
+        lo, hi = bootstrap_ci(diff, n_boot=n_boot)
+        out[f"{PAIRED_WITH} - {name}"] = {
+            "mean": round(float(diff.mean()), 4),
+            "ci95": [round(lo, 4), round(hi, 4)],
+        }
+    return out
 
 
 def _irrelevance_texts(path: Path, split: str) -> list[str]:
@@ -408,6 +435,15 @@ def markdown_table(result: OfflineResult) -> str:
             f"{result.timing_ms[name]:.2f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    if result.paired_mrr:
+        lines.append("")
+        lines.append(
+            "MRR differences, paired over queries (bootstrap 95% interval): "
+            + "; ".join(
+                f"{k} {v['mean']:+.3f} [{v['ci95'][0]:+.3f}, {v['ci95'][1]:+.3f}]"
+                for k, v in result.paired_mrr.items()
+            )
+        )
     return "\n".join(lines)
 
 
