@@ -106,12 +106,18 @@ class GlobalMABPolicy(BasePolicy):
     def _score(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
         now, n0, hl = candidates.now, self.prior_strength, self.half_life
         prior = candidates.prior
-        m0 = 1.0 - self.prior_weight * (1.0 - prior.astype(np.float64))  # prior mean of the success rate
+        # prior mean of the success rate: 1 for every tool at the default prior_weight 0 (no array work)
+        m0 = (
+            (1.0 - self.prior_weight * (1.0 - prior.astype(np.float64))).tolist()
+            if self.prior_weight
+            else None
+        )
         est = np.empty(len(candidates))
         for i, tool in enumerate(candidates.tool_ids):
             c = self._current(tool, now)
             s, f = (0.0, 0.0) if c is None else faded(c, now, hl)
-            est[i] = min(1.0, (s + n0 * float(m0[i])) / (s + f + n0) + self.alpha / math.sqrt(n0 + s + f))
+            mean = (s + n0 * (m0[i] if m0 else 1.0)) / (s + f + n0)
+            est[i] = min(1.0, mean + self.alpha / math.sqrt(n0 + s + f))
         scores = self.w_sem * candidates.semantic + self.w_mab * est + self.w_prior * prior
         return scores, {"semantic": candidates.semantic, "mab": est, "prior": prior}, None
 
