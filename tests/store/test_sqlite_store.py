@@ -341,3 +341,27 @@ def test_max_outcomes_reaches_the_store_through_retriever_open(tmp_path):
         assert [o.outcome for o in r.outcomes(limit=None)] == ["tool_error", "timeout"]
         (health,) = [h for h in r.tools() if h.tool.id == "a"]
         assert (health.stats.successes, health.stats.failures) == (1, 2)
+
+
+def test_two_openers_of_a_file_from_before_the_totals_count_its_log_once(tmp_path, monkeypatch):
+    """Two processes open an older file at once: both see no totals table, but only one may count the
+    log into it (the other, waiting on the write lock, would otherwise add every count a second time)."""
+    path = tmp_path / "old.db"
+    store = SQLiteStore(path)
+    _log(store, 13)
+    expected = store.outcome_stats()
+    store.close()
+    _drop_totals(path)
+    real_add = SQLiteStore._add_outcome_counts
+    raced = []
+
+    def other_process_first(self):  # the other opener migrates between our check and our transaction
+        if not raced:
+            raced.append(True)
+            SQLiteStore(path, create=False).close()
+        real_add(self)
+
+    monkeypatch.setattr(SQLiteStore, "_add_outcome_counts", other_process_first)
+    store = SQLiteStore(path, create=False)
+    assert raced and store.outcome_stats() == expected
+    store.close()

@@ -168,6 +168,9 @@ class SQLiteStore:
         create = next(stmt for stmt in _SCHEMA.split(";") if "outcome_counts" in stmt)
         try:
             with self._write() as conn:
+                # re-checked under the write lock: another opener may have counted the log meanwhile
+                if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'outcome_counts'").fetchone():
+                    return
                 conn.execute(create)
                 conn.executemany(_COUNT_OUTCOME, _totals_rows(self._scan_outcome_stats(conn, "", [])))
         except StoreError as exc:
