@@ -196,3 +196,24 @@ def test_malformed_openapi_lists_every_problem(tmp_path: Path) -> None:
     y.write_text("openapi: 3.0.0\n")
     with pytest.raises(CatalogError, match="YAML"):
         load_catalog(y)
+
+
+@pytest.mark.parametrize("required", [True, 5, None, "name"])
+def test_a_body_schema_whose_required_is_not_a_list_still_loads(required: Any) -> None:
+    """JSON Schema draft 3 wrote ``"required": true`` on the schema itself: not a list of names, so it
+    names no required property (it was a TypeError traceback out of load_catalog)."""
+    body = {"type": "object", "properties": {"name": {"type": "string"}}, "required": required}
+    spec = {
+        "openapi": "3.0.3",
+        "paths": {
+            "/pets": {
+                "post": {
+                    "operationId": "add",
+                    "requestBody": {"content": {"application/json": {"schema": body}}},
+                }
+            }
+        },
+    }
+    (tool,) = load_catalog(spec)
+    assert list(tool.parameters["properties"]) == ["name"]
+    assert "required" not in tool.parameters

@@ -172,7 +172,9 @@ def _merge_body(properties: dict[str, Any], required: list[str], schema: Any, bo
     if schema.get("type", "object") == "object" and isinstance(props, Mapping) and props:
         for name, prop in props.items():
             properties.setdefault(str(name), prop)
-        required.extend(r for r in schema.get("required") or () if isinstance(r, str) and r in props)
+        names = schema.get("required")  # draft 3 wrote "required": true on the schema: names none
+        if isinstance(names, list):
+            required.extend(r for r in names if isinstance(r, str) and r in props)
     else:
         properties.setdefault("body", dict(schema))
         if body_required is True:
