@@ -400,10 +400,14 @@ class Retriever:
         """One tool's current health (``stats=False`` skips reading its outcome counts)."""
         with self._lock:
             self._refresh()
-            position = self._position.get(tool_id) if isinstance(tool_id, str) else None
+            position = None
+            if isinstance(tool_id, str):  # either Unicode normal form, as feedback accepts it
+                position = self._position.get(tool_id)
+                if position is None:
+                    position = self._position.get(_other_normal_form(tool_id))
             if position is None:
                 raise UnknownToolError(str(tool_id))
-            counts = self._store.outcome_stats([tool_id]) if stats else {}
+            counts = self._store.outcome_stats([self._ids[position]]) if stats else {}
             return self._health([position], counts)[0]
 
     def _health(self, positions: list[int], stats: Mapping[str, OutcomeStats]) -> list[ToolHealth]:

@@ -248,3 +248,17 @@ def test_feedback_recorded_for_a_tool_removed_right_after_still_answers_recorded
 
     out = record_feedback(Stub(), "gone", "success", None, None)  # type: ignore[arg-type]
     assert out.recorded and out.healthy is None
+
+
+def test_feedback_with_an_id_in_the_other_unicode_form_answers_for_the_tool():
+    """Retriever.feedback accepts an id typed in the other normal form (NFD for an NFC id): the answer must
+    name the tool as the catalog spells it, with its health, not ``healthy: null`` as for a removed tool."""
+    composed, decomposed = "caf\u00e9.order", "cafe\u0301.order"
+    tools = [*catalog(), Tool(id=composed, name="order_coffee", description="Order a coffee")]
+    r = Retriever.from_catalog(tools, encoder=HashEncoder(64), clock=lambda: 1000.0)
+    with TestClient(create_app(Settings(), retriever=r)) as c:
+        for _ in range(3):
+            resp = c.post("/feedback", json={"tool_id": decomposed, "outcome": "tool_error"})
+            assert resp.status_code == 200
+        assert resp.json()["tool_id"] == composed and resp.json()["healthy"] is False
+    r.close()

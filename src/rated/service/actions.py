@@ -26,7 +26,9 @@ def record_feedback(
     kind = OutcomeKind.parse(outcome)
     retriever.feedback(tool_id, kind, query=query, retry_after=retry_after)
     try:
-        healthy: bool | None = retriever.health(tool_id, stats=False).healthy
+        health = retriever.health(tool_id, stats=False)
     except UnknownToolError:  # removed by another writer after the outcome was recorded
-        healthy = None
+        healthy: bool | None = None
+    else:
+        healthy, tool_id = health.healthy, health.tool.id  # as the catalog spells it (Unicode form)
     return FeedbackOut(recorded=True, tool_id=tool_id, outcome=kind.value, healthy=healthy)
