@@ -183,3 +183,29 @@ def test_a_namespace_that_could_share_keys_with_another_is_refused(namespace):
 
     with pytest.raises(ConfigError, match="namespace"):
         RedisStore("redis://127.0.0.1:1/0", namespace=namespace)
+
+
+def test_a_log_from_before_the_counters_gets_them_counted_once(redis_url):
+    """A Redis index written before the per-tool counters existed: its outcomes are still counted (the
+    counters are filled from its log once, on open), and a second opener does not count them again."""
+    import redis
+
+    from rated.store.redis import RedisStore
+    from rated.store.stats import summarise_outcomes
+
+    ns = f"o{uuid.uuid4().hex[:8]}"
+    store = RedisStore(redis_url, namespace=ns)
+    kinds = ["success", "tool_error", "caller_error", "timeout"]
+    for i in range(11):
+        store.update_states([], lambda cur: {}, OutcomeRecord(float(i), f"t{i % 3}", kinds[i % 4]))
+    expected = summarise_outcomes(store.outcomes(limit=None))
+    assert store.outcome_stats() == expected
+    store.close()
+    redis.Redis.from_url(redis_url).delete(f"{ns}:ostats")  # as the data was before the counters
+    first, second = RedisStore(redis_url, namespace=ns), RedisStore(redis_url, namespace=ns)
+    assert first.outcome_stats() == expected == second.outcome_stats()
+    assert second.outcome_stats(["t1"]) == {"t1": expected["t1"]}
+    first.update_states([], lambda cur: {}, OutcomeRecord(20.0, "t1", "success"))  # and on from there
+    assert second.outcome_stats()["t1"].successes == expected["t1"].successes + 1
+    first.close()
+    second.close()

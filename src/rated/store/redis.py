@@ -54,7 +54,7 @@ from rated.store.rows import (
     decode_vector,
     empty_catalog_dim,
 )
-from rated.store.stats import outcome_slot, recent_outcomes
+from rated.store.stats import outcome_slot, recent_outcomes, summarise_outcomes
 
 __all__ = ["RedisStore"]
 
@@ -153,6 +153,32 @@ class RedisStore:
                 f"this rated reads version {FORMAT_VERSION}"
             )
         self._commit = self._r.register_script(_COMMIT)
+        if found is not None:
+            self._count_old_log()
+
+    def _count_old_log(self) -> None:
+        """A log written before the per-tool counters existed: count it into them, once (``outcome_stats``
+        reads only the counters, so its outcomes would otherwise count as none)."""
+        ostats, log = self._k("ostats"), self._k("log")
+        if self._call(lambda: self._r.exists(ostats) or not self._r.llen(log)):
+            return
+
+        def body(pipe: Any) -> Callable[[list[Any]], None]:
+            # re-checked under WATCH: another opener may have counted it, or a writer appended, meanwhile
+            stats = {} if pipe.exists(ostats) else summarise_outcomes(self._log_of(pipe.lrange(log, 0, -1)))
+            pipe.multi()
+            fields: dict[str, Any] = {}
+            for st in stats.values():
+                for slot, n in zip(_SLOT_FIELDS, (st.successes, st.failures, st.caller_errors), strict=True):
+                    if n:
+                        fields[f"{slot}:{st.tool_id}"] = n
+                if st.last_outcome is not None and st.last_time is not None:
+                    fields[f"l:{st.tool_id}"] = f"{float(st.last_time)!r} {st.last_outcome}"
+            if fields:
+                pipe.hset(ostats, mapping=fields)
+            return lambda replies: None
+
+        self._optimistic([ostats, log], body)
 
     @property
     def _where(self) -> str:
@@ -463,7 +489,9 @@ class RedisStore:
     # ---- outcome log -------------------------------------------------------------------------------
     def _log(self, start: int = 0) -> list[OutcomeRecord]:
         """The outcome log from index ``start`` (negative: that many from the end), oldest first."""
-        raw = self._call(lambda: self._r.lrange(self._k("log"), start, -1))
+        return self._log_of(self._call(lambda: self._r.lrange(self._k("log"), start, -1)))
+
+    def _log_of(self, raw: list[bytes]) -> list[OutcomeRecord]:
         return [self._log_record(r) for r in raw]
 
     def _log_record(self, raw: bytes) -> OutcomeRecord:
