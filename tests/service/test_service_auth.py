@@ -94,3 +94,16 @@ def test_the_key_comes_from_the_environment_is_never_shown_and_may_not_be_blank(
         call(c, "post", "/retrieve", {"query": "x"}, Authorization="Bearer wrong")
         call(c, "post", "/retrieve", {"query": "x"}, Authorization=f"Bearer {KEY}")
     assert KEY not in caplog.text
+
+
+def test_a_key_no_client_could_send_is_refused_at_start_not_by_every_request(retriever):
+    """HTTP headers carry bytes that Starlette reads as Latin-1, and Basic-auth passwords are decoded as
+    ASCII: a non-ASCII key (or one with edge spaces, which servers strip) would answer 401 to everyone,
+    its own holder included. It is a settings error naming the variable, never echoing the key."""
+    for bad in ("cl\u00e9-secr\u00e8te", " padded-key", "tab\tkey"):
+        with pytest.raises(ConfigError, match="RATED_API_KEY") as info:
+            Settings.from_env({"RATED_API_KEY": bad})
+        assert bad.strip() not in str(info.value)
+    with client(retriever, key="with inner spaces is-fine") as c:
+        auth = {"Authorization": "Bearer with inner spaces is-fine"}
+        assert c.post("/retrieve", json={"query": "x"}, headers=auth).status_code == 200

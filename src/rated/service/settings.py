@@ -46,6 +46,10 @@ class Settings(BaseModel):
     def _key_not_blank(cls, key: SecretStr | None) -> SecretStr | None:
         if key is not None and not key.get_secret_value().strip():
             raise ValueError("must not be empty (unset it to run without a key)")
+        text = "" if key is None else key.get_secret_value()
+        if key is not None and (not text.isascii() or not text.isprintable() or text != text.strip()):
+            # headers reach the app as Latin-1 and Basic passwords as ASCII: such a key would never match
+            raise ValueError("must be printable ASCII without leading or trailing spaces")
         return key
 
     @model_validator(mode="after")
