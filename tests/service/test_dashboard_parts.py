@@ -42,6 +42,25 @@ def test_failing_since_is_the_start_of_the_current_streak():
     cut = [rec(1, "a", "tool_error"), rec(2, "a", "timeout")]
     assert failing_since(cut, capped=True) == {"a": (1, False)}
     assert failing_since([rec(0, "a", "success"), *cut], capped=True) == {"a": (1, True)}
+    # a caller error read before says nothing about when the tool's streak began
+    assert failing_since([rec(0, "a", "caller_error"), *cut], capped=True) == {"a": (1, False)}
+
+
+def test_outcomes_stamped_ahead_of_the_clock_are_drawn_as_the_page_counts_them(monkeypatch):
+    import numpy as np
+
+    import rated.service.dashboard.chart as chart
+
+    drawn: list[float] = []
+    real = np.histogram
+
+    def histogram(times, bins):
+        drawn.extend(times)
+        return real(times, bins=bins)
+
+    monkeypatch.setattr(chart.np, "histogram", histogram)
+    outcomes_png([rec(990.0, "a", "success"), rec(1005.0, "a", "tool_error")], now=1000.0, minutes=1)
+    assert sorted(drawn) == [990.0, 1000.0]  # 5 s ahead (another replica's clock): in the last bar
 
 
 def test_the_read_cap_bounds_the_work_and_the_page_says_so():

@@ -37,7 +37,9 @@ def outcomes_png(
     """``records`` (oldest first) as a stacked bar chart ending at ``now``; an empty chart with a note when
     there are none. ``capped``: the records are only the newest part of the log (said in the title)."""
     start = now - minutes * 60.0
-    recent = [r for r in records if start <= r.time <= now]
+    recent = [
+        r for r in records if r.time >= start
+    ]  # as the page counts them: a replica's clock may run ahead
     if recent or not records:
         lo, hi, bins = start, now, min(minutes, _MAX_BINS)
         title = f"outcomes per {_bin_label((hi - lo) / bins)}, last {minutes} min"
@@ -56,7 +58,7 @@ def outcomes_png(
     edges = np.linspace(lo, hi, bins + 1)
     width = (hi - lo) / bins
     bottom = np.zeros(bins)
-    times = np.array([r.time for r in shown], dtype=np.float64)
+    times = np.minimum([r.time for r in shown], hi) if shown else np.zeros(0)  # ahead of the clock: last bar
     kinds = np.array([_kind(r.outcome) for r in shown], dtype=object)
     for kind, color in COLORS.items():
         counts, _ = np.histogram(times[kinds == kind], bins=edges)

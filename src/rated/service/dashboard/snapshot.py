@@ -124,16 +124,16 @@ def failing_since(records: Sequence[OutcomeRecord], capped: bool) -> dict[str, t
     """
     classes = _classes(records)
     streak: dict[str, float] = {}
-    seen: set[str] = set()
+    succeeded: set[str] = set()  # a success read before the streak: it began after it, so exactly here
     exact: dict[str, bool] = {}
     for r in records:  # oldest first
         kind = classes[r.outcome]
         if kind == "failure" and r.tool_id not in streak:
             streak[r.tool_id] = r.time
-            exact[r.tool_id] = r.tool_id in seen or not capped
+            exact[r.tool_id] = r.tool_id in succeeded or not capped
         elif kind == "success":
             streak.pop(r.tool_id, None)
-        seen.add(r.tool_id)
+            succeeded.add(r.tool_id)
     return {t: (when, exact[t]) for t, when in streak.items()}
 
 
