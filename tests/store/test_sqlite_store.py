@@ -274,20 +274,22 @@ def test_outcome_totals_are_read_without_scanning_the_log(tmp_path):
     store.close()
 
 
-def _drop_totals(path):
+def _file_from_before_the_totals(path, n):
+    """A database with ``n`` logged outcomes and no outcome_counts table; returns its totals."""
+    store = SQLiteStore(path)
+    _log(store, n)
+    expected = store.outcome_stats()
+    store.close()
     conn = sqlite3.connect(path)
     conn.execute("DROP TABLE outcome_counts")
     conn.commit()
     conn.close()
+    return expected
 
 
 def test_a_file_from_before_the_totals_gets_them_counted_from_its_log(tmp_path):
     path = tmp_path / "old.db"
-    store = SQLiteStore(path)
-    _log(store, 17)
-    expected = store.outcome_stats()
-    store.close()
-    _drop_totals(path)  # as the file was before outcome_counts existed
+    expected = _file_from_before_the_totals(path, 17)
     store = SQLiteStore(path, create=False)
     assert store._counted and store.outcome_stats() == expected
     _log(store, 1)  # and they go on from there
@@ -297,11 +299,7 @@ def test_a_file_from_before_the_totals_gets_them_counted_from_its_log(tmp_path):
 
 def test_a_read_only_file_from_before_the_totals_is_still_read(tmp_path, monkeypatch):
     path = tmp_path / "old.db"
-    store = SQLiteStore(path)
-    _log(store, 9)
-    expected = store.outcome_stats()
-    store.close()
-    _drop_totals(path)
+    expected = _file_from_before_the_totals(path, 9)
     real_write = SQLiteStore._write
 
     def read_only(self):  # what a read-only mount answers to BEGIN IMMEDIATE ... CREATE TABLE
@@ -347,11 +345,7 @@ def test_two_openers_of_a_file_from_before_the_totals_count_its_log_once(tmp_pat
     """Two processes open an older file at once: both see no totals table, but only one may count the
     log into it (the other, waiting on the write lock, would otherwise add every count a second time)."""
     path = tmp_path / "old.db"
-    store = SQLiteStore(path)
-    _log(store, 13)
-    expected = store.outcome_stats()
-    store.close()
-    _drop_totals(path)
+    expected = _file_from_before_the_totals(path, 13)
     real_add = SQLiteStore._add_outcome_counts
     raced = []
 
