@@ -348,3 +348,28 @@ def test_feedback_finds_a_tool_whatever_unicode_form_its_id_is_typed_in():
     r.feedback(decomposed, "tool_error")  # as a terminal may type it
     assert [(o.tool_id, o.outcome) for o in r.outcomes()] == [(composed, "tool_error")]
     assert not r.health(composed).healthy
+
+
+def test_the_awaitable_calls_do_what_the_plain_ones_do_off_the_event_loop():
+    import asyncio
+    import threading
+
+    r = Retriever.from_catalog(catalog(), encoder=HashEncoder(32), clock=lambda: 1000.0)
+    loop_thread: list[int] = []
+    seen: list[int] = []
+    real = r.retrieve
+    r.retrieve = lambda q, k=5: seen.append(threading.get_ident()) or real(q, k)  # type: ignore[method-assign]
+
+    async def agent() -> None:
+        loop_thread.append(threading.get_ident())
+        first = ids(await r.aretrieve(QUERY, k=2))
+        assert first == ids(real(QUERY, k=2))
+        await r.afeedback(first[0], "tool_error", query=QUERY)
+        (again,) = await r.aretrieve_many([QUERY], k=2)
+        assert ids(again)[0] != first[0]  # demoted by the awaited feedback
+        with pytest.raises(QueryError):
+            await r.aretrieve("  ")
+
+    asyncio.run(agent())
+    assert seen and loop_thread[0] not in seen  # the encoder ran in a worker thread, not on the loop
+    assert [o.outcome for o in r.outcomes()] == ["tool_error"]

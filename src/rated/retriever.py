@@ -22,6 +22,7 @@ before every ranking the retriever polls ``store.version()`` and reloads only th
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import math
@@ -270,6 +271,27 @@ class Retriever:
             )
             for rank, i in enumerate(ranking.order[:k].tolist())
         ]
+
+    # ---- asyncio -----------------------------------------------------------------------------------
+    # Agents built on asyncio must not block their event loop on the encoder (milliseconds) or on a store
+    # write (a lock wait): these run the same calls in a worker thread (the retriever is thread-safe).
+    async def aretrieve(self, query: str, k: int = 5) -> list[Hit]:
+        """``retrieve``, awaitable: runs in a worker thread."""
+        return await asyncio.to_thread(self.retrieve, query, k)
+
+    async def aretrieve_many(self, queries: Sequence[str], k: int = 5) -> list[list[Hit]]:
+        """``retrieve_many``, awaitable: runs in a worker thread."""
+        return await asyncio.to_thread(self.retrieve_many, queries, k)
+
+    async def afeedback(
+        self,
+        tool_id: str,
+        outcome: Outcome | OutcomeKind | str | bool,
+        query: str | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        """``feedback``, awaitable: runs in a worker thread; returns once the outcome is persisted."""
+        await asyncio.to_thread(self.feedback, tool_id, outcome, query, retry_after)
 
     # ---- feedback ----------------------------------------------------------------------------------
     def feedback(
