@@ -119,7 +119,8 @@ class Retriever:
         dict), ``overwrite`` (replace an existing index in ``db``), ``progress``, ``clock``, ``query_cache``
         (recent query embeddings kept in memory, default 1024; 0 turns it off), and store
         options ``durability`` / ``busy_timeout`` / ``namespace`` / ``max_outcomes`` (keep only the newest
-        outcome records; per-tool counts stay exact).
+        outcome records; per-tool counts stay exact). A ``redis://`` URL can carry the last two itself:
+        ``?rated_max_outcomes=N`` (or ``none``) and ``?rated_namespace=NAME`` (or ``#NAME``).
         """
         from rated.catalog.prior import compute_prior
 

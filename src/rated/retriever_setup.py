@@ -19,6 +19,8 @@ from rated.errors import CatalogError, CatalogProblem, ConfigError, ModelError
 from rated.policy.base import Policy, all_finite
 from rated.store.base import Store
 from rated.store.meta import EncoderIdentity
+from rated.store.open import REDIS_SCHEMES
+from rated.store.redis_url import redact_url
 
 if TYPE_CHECKING:  # for type hints only
     from rated.catalog.prior import PriorResult
@@ -236,12 +238,13 @@ def check_encoder(encoder: Encoder | None, saved: EncoderIdentity, where: str) -
 
 
 def describe_db(db: object) -> str:
-    """How error messages name a database: its path or URL, or the in-memory store."""
-    return (
-        "the in-memory store"
-        if db is None
-        else str(getattr(db, "path", None) or getattr(db, "url", None) or db)
-    )
+    """How error messages name a database: its path or URL (never with its password), or the in-memory
+    store."""
+    if db is None:
+        return "the in-memory store"
+    if isinstance(db, str) and db.startswith(REDIS_SCHEMES):  # the URL as the user gave it
+        return redact_url(db)
+    return str(getattr(db, "path", None) or getattr(db, "url", None) or db)
 
 
 def rated_version() -> str:

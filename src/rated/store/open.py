@@ -9,6 +9,7 @@ from typing import Any
 from rated.errors import ConfigError
 from rated.store.base import Store
 from rated.store.memory import MemoryStore
+from rated.store.redis_url import split_url
 from rated.store.sqlite import SQLiteStore
 
 __all__ = ["REDIS_SCHEMES", "open_store"]
@@ -19,7 +20,10 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 def open_store(db: str | Path | Store | None, *, create: bool = True, **options: Any) -> Store:
     """``None`` -> MemoryStore; ``redis://host:port/n[#namespace]`` -> RedisStore; a path -> SQLiteStore.
 
-    ``options`` go to the store's constructor (``durability``, ``busy_timeout``, ``namespace`` ...).
+    ``options`` go to the store's constructor (``durability``, ``busy_timeout``, ``namespace`` ...). A
+    Redis URL can carry rated's own options too, prefixed ``rated_`` so that they never clash with
+    redis-py's (``?rated_max_outcomes=500000&rated_namespace=prod&socket_timeout=2``; see
+    ``rated.store.redis_url``). An option given both in the URL and here must have the same value.
     """
     if db is None:
         return MemoryStore()
@@ -34,8 +38,12 @@ def open_store(db: str | Path | Store | None, *, create: bool = True, **options:
     if text.startswith(REDIS_SCHEMES):
         from rated.store.redis import RedisStore
 
-        url, _, namespace = text.partition("#")
-        if namespace:
-            options.setdefault("namespace", namespace)
+        url, from_url = split_url(text)
+        for name, value in from_url.items():
+            if name in options and options[name] != value:
+                raise ConfigError(
+                    f"{name} is given twice, {value!r} in the Redis URL and {options[name]!r} as an option"
+                )
+            options[name] = value
         return RedisStore(url, create=create, **options)
     return SQLiteStore(Path(text).expanduser(), create=create, **options)

@@ -11,7 +11,9 @@ A lost connection is never retried blindly: reads are retried once (a pooled con
 on restart), a transaction is re-run only when the connection broke before EXEC was sent, and a connection
 lost after EXEC was sent is a ``StoreError`` saying the change may or may not have been applied (re-running
 it could count one feedback twice). Every call gives up after ``timeout`` seconds without a reply (a
-stalled server is a ``StoreError``, never a hang); ``?socket_timeout=`` in the URL overrides it.
+stalled server is a ``StoreError``, never a hang); ``?socket_timeout=`` in the URL overrides it. The
+URL's query belongs to redis-py: an unknown key is a ``ConfigError`` when the store opens (``open_store``
+takes rated's own ``?rated_*`` keys out first, see ``rated.store.redis_url``).
 
 Durability is the Redis server's: enable ``appendonly yes`` (``appendfsync everysec`` or ``always``) on the
 server if acknowledged feedback must survive a server crash. A server restored from an older copy (a
@@ -19,9 +21,10 @@ lagging replica promoted, a snapshot) moves the change counter backwards: ``stat
 every state, so retrievers reload instead of missing the changes numbered anew.
 
 Outcome log: Redis holds it in memory, so it is capped at the newest ``max_outcomes`` records (default
-100,000, about 10 MB; None keeps all, the SQLite store's default). ``outcome_stats`` is exact whatever the
-cap: per-tool counts and the last outcome are kept in a hash updated with each record, so reading them
-costs one hash read instead of a scan of the log.
+100,000, about 10 MB; None keeps all, the SQLite store's default; in a URL given to ``open_store``:
+``?rated_max_outcomes=N`` or ``=none``). ``outcome_stats`` is exact whatever the cap: per-tool counts and
+the last outcome are kept in a hash updated with each record, so reading them costs one hash read instead
+of a scan of the log.
 
 The client (``redis`` package, the ``rated[redis]`` extra) is imported only when a RedisStore is created.
 """
@@ -33,7 +36,6 @@ import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -46,6 +48,8 @@ from rated.store.base import (
     OutcomeStats,
     StoredCatalog,
 )
+from rated.store.redis_url import redact_url as _redact
+from rated.store.redis_url import unknown_option
 from rated.store.rows import (
     check_max_outcomes,
     check_tool_rows,
@@ -127,6 +131,7 @@ class RedisStore:
         self.namespace = namespace
         self.busy_timeout = float(busy_timeout)
         self.max_outcomes = check_max_outcomes(max_outcomes)
+        client_from_url = client is None
         if client is None:
             from redis.backoff import NoBackoff
             from redis.retry import Retry
@@ -142,7 +147,13 @@ class RedisStore:
             except ValueError as exc:  # bad port, bracket, database number or query option
                 raise ConfigError(f"invalid Redis URL {self.url!r}: {exc}") from None
         self._r = client
-        found = self._call(lambda: self._r.get(self._k("format")))
+        try:
+            found = self._call(lambda: self._r.get(self._k("format")))
+        except TypeError as exc:  # redis-py hands unknown ?keys= to its connection, which refuses them now
+            problem = unknown_option(exc) if client_from_url else None
+            if problem is None:
+                raise
+            raise ConfigError(f"invalid Redis URL {self.url!r}: {problem}") from None
         if found is None:
             if not create:
                 raise StoreError(f"{self._where}: no rated database there (see `rated index`)")
@@ -547,17 +558,3 @@ class RedisStore:
 def _last_int(replies: list[Any]) -> int:
     """The last reply of a transaction as an int (the new catalog version)."""
     return int(replies[-1])
-
-
-def _redact(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (error messages and logs must not leak it)."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        user = parts.username or ""
-        host = parts.netloc.rpartition("@")[2]
-        return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
-    except ValueError:  # unparsable (e.g. an unclosed IPv6 bracket): hide any user info wholesale
-        scheme, sep, rest = url.partition("://")
-        return f"{scheme}{sep}***@{rest.rpartition('@')[2]}" if "@" in rest else url
