@@ -107,3 +107,36 @@ def test_a_key_no_client_could_send_is_refused_at_start_not_by_every_request(ret
     with client(retriever, key="with inner spaces is-fine") as c:
         auth = {"Authorization": "Bearer with inner spaces is-fine"}
         assert c.post("/retrieve", json={"query": "x"}, headers=auth).status_code == 200
+
+
+@pytest.mark.parametrize(("method", "path", "body"), KEYED)
+def test_the_key_is_checked_before_the_request_is_parsed_routed_or_measured(retriever, method, path, body):
+    """FastAPI parses a JSON body before any dependency runs: a caller without the key sending a broken
+    body got a 422 naming the schema's fields. Every refusal a keyed path can give is a 401 first."""
+    malformed = {"content": b'{"query": ', "headers": {"Content-Type": "application/json"}}
+    with client(retriever) as c:
+        for attempt in [
+            c.request(method, path, **malformed),  # was a 422 on the POST routes
+            c.request("put", path, **malformed),  # a method the route lacks: was a 405
+            c.request(method, path, content=b"x" * 2_000_000),  # over max_body_bytes: was a 413
+            c.request(method, path, headers={"Authorization": "Basic not-base64!"}),  # was an HTTPError 401
+            c.request(method, f"{path}/no-such-part", **malformed),  # below a keyed prefix: was a 404
+        ]:
+            assert attempt.status_code == 401, (attempt.request.method, attempt.request.url, attempt.text)
+            assert attempt.json()["error"] == "Unauthorized"
+            assert attempt.headers["WWW-Authenticate"] == 'Bearer, Basic realm="rated"'
+        keyed = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+        if method == "post":  # with the key, the same body is the caller's problem again
+            assert c.request(method, path, content=b'{"query": ', headers=keyed).status_code == 422
+        metrics = c.get("/metrics", headers=keyed).text
+    assert 'rated_errors_total{error="Unauthorized"} 5.0' in metrics  # the refusals are still counted
+    assert [o.outcome for o in retriever.outcomes()] == []
+
+
+def test_open_paths_and_unknown_paths_answer_as_before_with_a_key_set(retriever):
+    with client(retriever) as c:
+        assert c.get("/health").status_code == 200
+        assert c.get("/openapi.json").status_code == 200
+        assert c.get("/healthz").status_code == 404  # not under a keyed prefix: nothing to guard
+        assert c.get("/retrieveX").status_code == 404
+        assert c.post("/health", content=b"{").status_code == 405

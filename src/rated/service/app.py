@@ -17,8 +17,8 @@ from fastapi.routing import APIRoute
 
 from rated.errors import ConfigError
 from rated.retriever import Retriever
-from rated.service.auth import require_api_key
-from rated.service.errors import install_error_handler
+from rated.service.auth import KeyFirst, require_api_key
+from rated.service.errors import error_response, install_error_handler
 from rated.service.limits import BodyLimit
 from rated.service.metrics import Metrics
 from rated.service.routes import OPEN_ROUTERS, ROUTERS
@@ -68,6 +68,9 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
         max_bytes=settings.max_body_bytes,
         on_reject=lambda: errors.labels("RequestTooLarge").inc(),
     )
+    if keyed:  # outside BodyLimit: a caller without the key learns nothing, not even the body limit
+        prefixes = [router.prefix for router in ROUTERS if router not in OPEN_ROUTERS]
+        app.add_middleware(KeyFirst, prefixes=prefixes, respond=error_response)
     app.middleware("http")(_observe)  # added last: outermost, so it also counts the 413s
     return app
 

@@ -18,7 +18,7 @@ from rated.errors import (
 )
 from rated.service.auth import AUTH_CHALLENGE, Unauthorized
 
-__all__ = ["STATUS", "install_error_handler", "status_of", "validation_detail"]
+__all__ = ["STATUS", "error_response", "install_error_handler", "status_of", "validation_detail"]
 
 # first match wins: subclasses before their parents
 STATUS: tuple[tuple[type[RatedError], int], ...] = (
@@ -43,21 +43,25 @@ def validation_detail(exc: RequestValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
 
 
+def error_response(request: Request, exc: RatedError) -> JSONResponse:
+    """``exc`` as its status, in the one error shape, counted in the metrics (also for middleware)."""
+    request.app.state.metrics.errors.labels(type(exc).__name__).inc()
+    headers = (
+        {"Retry-After": "1"}
+        if isinstance(exc, StoreBusyError)
+        else {"WWW-Authenticate": AUTH_CHALLENGE}
+        if isinstance(exc, Unauthorized)
+        else None
+    )
+    return JSONResponse(
+        {"error": type(exc).__name__, "detail": str(exc)}, status_code=status_of(exc), headers=headers
+    )
+
+
 def install_error_handler(app: FastAPI) -> None:
     @app.exception_handler(RatedError)
     async def _rated_error(request: Request, exc: RatedError) -> JSONResponse:
-        code = status_of(exc)
-        request.app.state.metrics.errors.labels(type(exc).__name__).inc()
-        headers = (
-            {"Retry-After": "1"}
-            if isinstance(exc, StoreBusyError)
-            else {"WWW-Authenticate": AUTH_CHALLENGE}
-            if isinstance(exc, Unauthorized)
-            else None
-        )
-        return JSONResponse(
-            {"error": type(exc).__name__, "detail": str(exc)}, status_code=code, headers=headers
-        )
+        return error_response(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
