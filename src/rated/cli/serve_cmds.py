@@ -55,13 +55,14 @@ def _mcp(args: argparse.Namespace) -> int:
     from rated.retriever import Retriever
     from rated.service import Settings
     from rated.service.mcp_server import build_mcp_server
+    from rated.service.mcp_stdio import run_stdio
 
     settings = Settings.from_env(db=args.db)
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries JSON-RPC only: keep set-up chatter off it
         retriever = Retriever.open(settings.db, busy_timeout=settings.busy_timeout)
         retriever.index  # noqa: B018 - built before the first find_tools call
     with retriever:
-        build_mcp_server(retriever, settings).run("stdio")
+        run_stdio(build_mcp_server(retriever, settings))  # answers unreadable lines, unlike .run("stdio")
     return 0
 
 

@@ -1,8 +1,9 @@
 """An MCP server over a ``Retriever``: agents call ``find_tools`` before acting, ``report_outcome`` after.
 
-Transport is stdio (``rated mcp --db PATH``). The two tools return the same wire models as the HTTP
-service. A rated error (empty query, unknown tool id, busy store) comes back as a tool error with its
-one-line message, which the model can read and act on. Any other exception (a bug) is logged with its
+Transport is stdio (``rated mcp --db PATH``, through ``mcp_stdio.run_stdio``, which also answers lines
+it cannot read). The two tools return the same wire models as the HTTP service. A rated error (empty
+query, unknown tool id, busy store) comes back as a tool error with its one-line message, which the model
+can read and act on. Any other exception (a bug) is logged with its
 traceback and also comes back as a tool error naming it, not the SDK's bare "Error executing tool".
 """
 
