@@ -5,12 +5,13 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 from rated.errors import ConfigError
 
-__all__ = ["HOME_ENV", "atomic_path", "data_dir", "rated_home"]
+__all__ = ["HOME_ENV", "atomic_dir", "atomic_path", "data_dir", "rated_home"]
 
 
 HOME_ENV = "RATED_HOME"
@@ -72,3 +73,42 @@ def atomic_path(dest: Path) -> Iterator[Path]:
         os.replace(tmp, dest)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def atomic_dir(dest: Path) -> Iterator[Path]:
+    """A new empty folder next to ``dest`` that replaces ``dest`` when the block ends without an error.
+
+    ``dest`` keeps its previous content until the new folder is complete; on an error or an interrupt
+    (Ctrl-C) the new folder is removed and ``dest`` is left as it was. A folder cannot replace a non-empty
+    one in a single rename, so the swap is two: the previous folder is moved aside to ``.<name>.<random>.old``
+    and the new one moved in (the previous one put back if that fails), then the previous one is deleted.
+    Only a process killed between the two renames leaves ``dest`` missing, its previous content then still
+    in that ``.old`` sibling. A symlink at ``dest`` is kept: the folder it points to is replaced.
+    """
+    dest = Path(dest)
+    if dest.is_symlink():
+        dest = dest.resolve()
+    if dest.exists() and not dest.is_dir():
+        raise ConfigError(f"{dest} is a file, not a folder")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    while True:
+        token = secrets.token_hex(6)
+        tmp, old = (dest.parent / f".{dest.name}.{token}.{kind}" for kind in ("tmp", "old"))
+        try:
+            tmp.mkdir()  # a fresh name; permissions from the umask, as for any new folder
+            break
+        except FileExistsError:
+            continue
+    try:
+        yield tmp
+        try:
+            with contextlib.suppress(FileNotFoundError):  # nothing there yet: nothing to keep aside
+                os.rename(dest, old)
+            os.rename(tmp, dest)
+        finally:
+            if old.exists() and not dest.exists():  # the new folder did not get in: put the old one back
+                os.rename(old, dest)
+            shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # a failed or interrupted block's partial folder

@@ -1,4 +1,7 @@
-"""``rated data prepare NAME --out DIR``: convert a public benchmark into the generic dataset format."""
+"""``rated data prepare NAME --out DIR``: convert a public benchmark into the generic dataset format.
+
+DIR is written whole or not at all: a failure or Ctrl-C midway leaves the previous DIR as it was.
+"""
 
 from __future__ import annotations
 
@@ -33,10 +36,10 @@ def _prepare(args: argparse.Namespace) -> int:
 
     check_out_dir(args.out)
     with console.status(f"preparing {args.name}"):
-        try:
+        try:  # a failed write is already a RatedError naming the file (and --out is left as it was)
             prepared = prepare(args.name, args.out, args.distractors)
-        except OSError as exc:
-            raise RatedError(f"cannot write {exc.filename or args.out}: {exc.strerror or exc}") from None
+        except OSError as exc:  # reading the raw data, the distractors or the cache
+            raise RatedError(f"{exc.filename or args.out}: {exc.strerror or exc}") from None
     ds = prepared.dataset
     splits = Counter(q.split for q in ds.queries)
     shown = ", ".join(f"{s} {splits[s]}" for s in ("train", "val", "test") if splits[s])
