@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rated.errors import ConfigError, UnknownToolError
+from rated.errors import ConfigError, StoreError, UnknownToolError
 from rated.outcome import OutcomeKind
 from rated.retriever import Retriever
 from rated.service.schemas import FeedbackOut
@@ -27,8 +27,8 @@ def record_feedback(
     retriever.feedback(tool_id, kind, query=query, retry_after=retry_after)
     try:
         health = retriever.health(tool_id, stats=False)
-    except UnknownToolError:  # removed by another writer after the outcome was recorded
-        healthy: bool | None = None
+    except (UnknownToolError, StoreError):  # removed, or the index rebuilt, since the outcome was recorded:
+        healthy: bool | None = None  # an error now would have the caller report (and record) it twice
     else:
         healthy, tool_id = health.healthy, health.tool.id  # as the catalog spells it (Unicode form)
     return FeedbackOut(recorded=True, tool_id=tool_id, outcome=kind.value, healthy=healthy)

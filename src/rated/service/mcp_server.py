@@ -3,8 +3,10 @@
 Transport is stdio (``rated mcp --db PATH``, through ``mcp_stdio.run_stdio``, which also answers lines
 it cannot read). The two tools return the same wire models as the HTTP service. A rated error (empty
 query, unknown tool id, busy store) comes back as a tool error with its one-line message, which the model
-can read and act on. Any other exception (a bug) is logged with its
-traceback and also comes back as a tool error naming it, not the SDK's bare "Error executing tool".
+can read and act on. Any other exception (a bug) is logged with its traceback and also comes back as a
+tool error naming it, not the SDK's bare "Error executing tool". When the index is rebuilt under the
+server with another encoder or policy, the tools reopen it (``reopen.Reopening``): no agent host restarts
+an MCP server that has started failing.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from rated.errors import ConfigError, RatedError
 from rated.outcome import OutcomeKind
 from rated.retriever import Retriever
 from rated.service.actions import checked_k, record_feedback
+from rated.service.reopen import Reopening
 from rated.service.schemas import FeedbackOut, RetrieveOut
 from rated.service.settings import Settings
 
@@ -86,7 +89,9 @@ def _k_param(max_k: int) -> Any:
 
 
 def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> MCPServer:
-    """An ``MCPServer`` exposing ``find_tools`` and ``report_outcome`` over ``retriever``."""
+    """An ``MCPServer`` exposing ``find_tools`` and ``report_outcome`` over ``retriever`` (or a retriever
+    reopened over its store, should the index be rebuilt with another encoder or policy: the store stays
+    the caller's to close)."""
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
@@ -95,17 +100,18 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
     from rated import __version__
 
     settings = settings or Settings()
+    serving = Reopening(retriever, restart_hint="restart the MCP server (rated mcp)")
 
     def find_tools(query: Task, k: int = settings.default_k) -> RetrieveOut:
         with _as_tool_error("find_tools", ToolError):
             k = checked_k(k, settings)
-            return RetrieveOut.of(query, k, retriever.retrieve(query, k=k))
+            return serving.call(lambda r: RetrieveOut.of(query, k, r.retrieve(query, k=k)))
 
     def report_outcome(
         tool_id: ToolId, outcome: OutcomeName, query: CalledFor = None, retry_after: RetryAfter = None
     ) -> FeedbackOut:
         with _as_tool_error("report_outcome", ToolError):
-            return record_feedback(retriever, tool_id, outcome, query, retry_after)
+            return serving.call(lambda r: record_feedback(r, tool_id, outcome, query, retry_after))
 
     find_tools.__annotations__["k"] = _k_param(settings.max_k)  # the limit is known only now
     tools = [_closed_tool(find_tools, FIND_TOOLS), _closed_tool(report_outcome, REPORT_OUTCOME)]

@@ -1,0 +1,85 @@
+"""``Reopening``: the retriever a long-lived server calls, reopened when its index is rebuilt under it.
+
+A retriever refuses an index that was rebuilt with another encoder or policy (its query embeddings or its
+learned state would not match): every call raises ``StoreError``, for as long as the process lives. The
+HTTP service reports that on ``/health`` (503) and leaves the restart to its supervisor. An MCP server is
+started by an agent host, which restarts nothing: its tools would fail until the user restarted the host.
+So the MCP tools call through ``Reopening``, which reopens the index over the same store (the settings
+and encoder the rebuild stored, as ``rated mcp`` would at start) and retries the call once.
+
+It reopens only when the store's saved index settings differ from the ones the failing retriever serves:
+a store that is busy, gone, being rebuilt, or failing in another way gets its own error, not a reopen.
+The old retriever is dropped, not closed: it shares the store, which stays the opener's to close, and a
+call still running on it finishes (or fails and comes here too).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from rated.errors import RatedError, StoreBusyError, StoreError
+from rated.retriever import Retriever
+from rated.retriever_setup import describe_db
+from rated.store.meta import IndexMeta
+
+__all__ = ["Reopening"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class Reopening:
+    """Holds the current retriever; ``call(fn)`` runs ``fn(retriever)``, reopening it once if needed."""
+
+    def __init__(self, retriever: Retriever, *, restart_hint: str = "restart the server") -> None:
+        self._current = retriever
+        self._lock = threading.Lock()  # one reopen at a time: concurrent calls that fail wait for it
+        self._restart_hint = restart_hint
+
+    @property
+    def current(self) -> Retriever:
+        return self._current
+
+    def call(self, fn: Callable[[Retriever], T]) -> T:
+        retriever = self._current
+        try:
+            return fn(retriever)
+        except StoreBusyError:
+            raise  # retryable as it is
+        except StoreError as exc:
+            fresh = self._reopened(retriever, exc)
+        return fn(fresh)
+
+    def _reopened(self, stale: Retriever, exc: StoreError) -> Retriever:
+        """The retriever to retry with; ``exc`` again when reopening is not the cure."""
+        with self._lock:
+            if self._current is not stale:  # another call reopened it meanwhile
+                return self._current
+            if not _rebuilt(stale):
+                raise exc
+            try:
+                fresh = Retriever.open(stale.store)
+            except RatedError as reason:
+                raise StoreError(
+                    f"{exc}; reopening it failed: {reason}; {self._restart_hint} once it can be opened"
+                ) from None
+            log.warning(
+                "%s was rebuilt (encoder %s, policy %r): reopened it",
+                describe_db(stale.store),
+                fresh.meta.encoder,
+                fresh.meta.policy,
+            )
+            self._current = fresh
+            return fresh
+
+
+def _rebuilt(retriever: Retriever) -> bool:
+    """Whether the store now holds an index saved with other settings than the ones ``retriever`` serves."""
+    try:
+        saved = retriever.store.get_meta()
+        return bool(saved) and IndexMeta.from_dict(saved) != retriever.meta
+    except RatedError:  # the store cannot even say: its own error tells the caller more
+        return False
