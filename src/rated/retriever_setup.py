@@ -219,7 +219,15 @@ def check_encoder(encoder: Encoder | None, saved: EncoderIdentity, where: str) -
         elif saved.model_dir and Path(saved.model_dir).is_dir():
             from rated.encode.onnx import OnnxEncoder
 
-            encoder = OnnxEncoder.load(saved.model_dir, quantized=saved.name.endswith("-int8"))
+            quantized = saved.name.endswith("-int8")
+            try:
+                encoder = OnnxEncoder.load(saved.model_dir, quantized=quantized)
+            except ModelError:
+                if saved.name.removesuffix("-int8") != _default_model_name():
+                    raise
+                # the default model's folder is damaged: the default encoder prepares it again (the
+                # identity check below still refuses different weights)
+                encoder = default_encoder(progress=True, quantized=quantized)
         elif saved.name.removesuffix("-int8") == _default_model_name():
             encoder = default_encoder(progress=True, quantized=saved.name.endswith("-int8"))
         else:  # a user-defined encoder (or a model folder that is gone): preparing the default cannot help
