@@ -88,6 +88,7 @@ def _json(p: argparse.ArgumentParser) -> None:
 # ---- handlers ----------------------------------------------------------------------------------------
 def _index(args: argparse.Namespace) -> int:
     from rated.retriever import Retriever
+    from rated.retriever_setup import describe_db
 
     encoder = _encoder(args.encoder, progress=not args.json)
     start = time.perf_counter()
@@ -102,7 +103,7 @@ def _index(args: argparse.Namespace) -> int:
     ) as r:
         seconds = time.perf_counter() - start
         summary = {
-            "db": str(args.db),
+            "db": describe_db(args.db),  # a redis:// password is never printed
             "tools": len(r),
             "encoder": str(r.meta.encoder),
             "policy": r.meta.policy,
@@ -112,7 +113,7 @@ def _index(args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         console.print(
-            f"indexed [bold]{summary['tools']}[/] tools into [bold]{escape(str(args.db))}[/] "
+            f"indexed [bold]{summary['tools']}[/] tools into [bold]{escape(summary['db'])}[/] "
             f"in {seconds:.1f} s "
             f"(encoder {escape(summary['encoder'])}, policy {escape(summary['policy'])})"
         )
@@ -132,7 +133,9 @@ def _search(args: argparse.Namespace) -> int:
         return 0
     table = Table(title=f"top {len(hits)} for {escape(repr(args.query))}", title_justify="left")
     for col in ("#", "tool", "score", "semantic", "bandit", "prior", "healthy"):
-        table.add_column(col, justify="right" if col not in ("tool", "healthy") else "left")
+        table.add_column(
+            col, justify="right" if col not in ("tool", "healthy") else "left", overflow=_overflow(col)
+        )
     for h in hits:
         table.add_row(
             str(h.rank),
@@ -166,15 +169,20 @@ def _feedback(args: argparse.Namespace) -> int:
 
 def _tools(args: argparse.Namespace) -> int:
     from rated.retriever import Retriever
+    from rated.retriever_setup import describe_db
 
     with Retriever.open(args.db) as r:
         rows = [t for t in r.tools() if not (args.unhealthy and t.healthy)]
     if args.json:
         print_json([t.to_dict() for t in rows])
         return 0
-    table = Table(title=f"{len(rows)} tools in {escape(str(args.db))}", title_justify="left")
+    table = Table(title=f"{len(rows)} tools in {escape(describe_db(args.db))}", title_justify="left")
     for col in ("tool", "source", "prior", "healthy", "ok", "failed", "caller err", "last outcome"):
-        table.add_column(col, justify="right" if col in ("prior", "ok", "failed", "caller err") else "left")
+        table.add_column(
+            col,
+            justify="right" if col in ("prior", "ok", "failed", "caller err") else "left",
+            overflow=_overflow(col),
+        )
     for t in rows:
         d = t.to_dict()
         table.add_row(
@@ -192,6 +200,12 @@ def _tools(args: argparse.Namespace) -> int:
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
+def _overflow(col: str) -> Any:
+    """A narrow terminal wraps a tool id onto more lines, never cuts it to 'outlook.s…': people copy it
+    into ``rated feedback``."""
+    return "fold" if col == "tool" else "ellipsis"
+
+
 def _encoder(spec: str, progress: bool) -> Any:
     """``default`` -> the embedded MiniLM; ``hash[-DIM]`` -> HashEncoder; otherwise an ONNX model folder."""
     if spec == "default":
