@@ -359,3 +359,18 @@ def test_two_openers_of_a_file_from_before_the_totals_count_its_log_once(tmp_pat
     store = SQLiteStore(path, create=False)
     assert raced and store.outcome_stats() == expected
     store.close()
+
+
+def test_put_tools_beyond_the_parameter_limit_replaces_in_place_and_appends(tmp_path):
+    """Existing positions are looked up for the written ids only, in chunks of SQLite's parameter limit."""
+    store = SQLiteStore(tmp_path / "big.db")
+    ids = [f"t{i}" for i in range(1200)]
+    store.put_tools(ids, [f'{{"id": "{i}"}}' for i in ids], np.ones((1200, 2), np.float32), np.ones(1200))
+    again = ids[::2] + [f"n{i}" for i in range(150)]  # 600 replaced where they are, 150 appended
+    records = [f'{{"id": "{i}", "v": 2}}' for i in again]
+    store.put_tools(again, records, np.full((750, 2), 2.0, np.float32), np.full(750, 0.5))
+    cat = store.load_catalog()
+    assert cat.ids == tuple(ids) + tuple(f"n{i}" for i in range(150))
+    assert cat.records[2].endswith('"v": 2}') and not cat.records[1].endswith('"v": 2}')
+    assert cat.embeddings[1200, 0] == 2.0 and cat.embeddings[1, 0] == 1.0
+    store.close()

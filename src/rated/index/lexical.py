@@ -1,12 +1,15 @@
 """BM25 index (bm25s) over tool texts, with the identifier-splitting tokenizer.
 
-Adding or removing tools rebuilds the index from the stored texts: for catalogs of thousands of tools that
-takes milliseconds and needs no encoder. Besides raw BM25 scores the index gives each query's *score
-bound*, the sum over its terms of the best score any tool gets for that term: ``score / bound`` lies in
-[0, 1] and says how much of the query's achievable lexical evidence a tool has.
+Adding or removing tools rebuilds the index from the kept tokens (each text is tokenized once; the
+tokens are interned, so a term repeated across tools is stored once): no encoder, no text read again.
+Besides raw BM25 scores the index gives each query's *score bound*, the sum over its terms of the best
+score any tool gets for that term: ``score / bound`` lies in [0, 1] and says how much of the query's
+achievable lexical evidence a tool has.
 """
 
 from __future__ import annotations
+
+import sys
 
 import bm25s
 import numpy as np
@@ -32,6 +35,7 @@ class BM25Index(RefitTextIndex):
         self.k1 = float(k1)
         self.b = float(b)
         self.stem = bool(stem)
+        self._tokens: list[list[str]] = []  # per tool, aligned with ``_ids``
         self._bm25: bm25s.BM25 | None = None
         self._vocab: dict[str, int] = {}
         self._term_max = np.zeros(0, dtype=np.float32)
@@ -39,11 +43,19 @@ class BM25Index(RefitTextIndex):
     def tokens(self, text: str) -> list[str]:
         return tokenize(text, stem=self.stem)
 
+    def _added(self, tokens: list[list[str]]) -> None:
+        self._tokens.extend([sys.intern(t) for t in doc] for doc in tokens)
+        self._refit()
+
+    def _removed(self, keep: np.ndarray) -> None:
+        self._tokens = [self._tokens[p] for p in keep.tolist()]
+        self._refit()
+
     def _refit(self) -> None:
         if not self._ids:
             self._bm25, self._vocab, self._term_max = None, {}, np.zeros(0, dtype=np.float32)
             return
-        corpus = [self.tokens(t) or [""] for t in self._texts]
+        corpus = [tokens or [""] for tokens in self._tokens]
         model = bm25s.BM25(k1=self.k1, b=self.b, method="lucene")
         model.index(corpus, show_progress=False)
         self._bm25 = model

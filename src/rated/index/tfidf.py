@@ -1,12 +1,19 @@
-"""TF-IDF cosine index (scikit-learn): the classic lexical baseline, with a score already in [0, 1]."""
+"""TF-IDF cosine index: the classic lexical baseline, with a score already in [0, 1].
+
+The weights are scikit-learn's ``TfidfVectorizer`` (``smooth_idf``, optional sublinear tf, L2-normalised
+rows), computed here from a term-count matrix that is kept and updated in place: adding a tool counts
+its own terms only and removing one drops its row, so a change costs a few sparse-matrix passes instead
+of re-reading every text. The IDF of every term still changes with the pool, as it must.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
-from sklearn.feature_extraction.text import TfidfVectorizer
+import scipy.sparse as sp
+from sklearn.preprocessing import normalize
 
 from rated.index.refit import RefitTextIndex
 from rated.index.tokenize import tokenize
@@ -15,7 +22,7 @@ __all__ = ["TfidfIndex"]
 
 
 class TfidfIndex(RefitTextIndex):
-    """Sublinear-tf TF-IDF vectors, L2-normalised, scored by cosine; refit on every add/remove.
+    """Sublinear-tf TF-IDF vectors, L2-normalised, scored by cosine.
 
     >>> idx = TfidfIndex()
     >>> idx.add(["w", "m"], ["getWeatherForecast: weather for a city", "sendEmail: send a mail message"])
@@ -28,12 +35,13 @@ class TfidfIndex(RefitTextIndex):
         self.stem = bool(stem)
         self.ngram_max = int(ngram_max)
         self.sublinear_tf = bool(sublinear_tf)
-        self._vectorizer: TfidfVectorizer | None = None
-        self._matrix = None
-        self._vocabulary: dict[str, int] = {}
+        self._vocabulary: dict[str, int] = {}  # every term seen; a term of removed tools only has df 0
+        self._counts = sp.csr_matrix((0, 0), dtype=np.float64)  # tools x terms
+        self._df = np.zeros(0, dtype=np.int64)
         self._idf = np.zeros(0)
+        self._matrix: sp.csr_matrix | None = None  # terms x tools: a query row times it needs no transpose
 
-    def _analyzer(self, text: str) -> list[str]:
+    def tokens(self, text: str) -> list[str]:
         words = tokenize(text, stem=self.stem)
         if self.ngram_max < 2:
             return words
@@ -42,27 +50,86 @@ class TfidfIndex(RefitTextIndex):
             grams.extend(" ".join(words[i : i + n]) for i in range(len(words) - n + 1))
         return grams
 
-    def _refit(self) -> None:
-        if not self._ids or not any(self._analyzer(t) for t in self._texts):
-            self._vectorizer, self._matrix = None, None
-            return
-        self._vectorizer = TfidfVectorizer(analyzer=self._analyzer, sublinear_tf=self.sublinear_tf)
-        # stored transposed (terms x tools, CSR) so a query row times it needs no conversion per call
-        self._matrix = self._vectorizer.fit_transform(self._texts).T.tocsr()
-        self._vocabulary, self._idf = self._vectorizer.vocabulary_, self._vectorizer.idf_
+    # ---- the model -----------------------------------------------------------------------------------
+    def _count_rows(self, documents: Iterable[list[str]], grow: bool) -> sp.csr_matrix:
+        """Term counts of ``documents`` (rows); with ``grow``, unseen terms get new columns, else they
+        are dropped (a query's words that no tool has). Terms are summed in scikit-learn's order (a tool's
+        by column, a query's alphabetically): the same float sums, so the same scores to the last bit."""
+        vocab = self._vocabulary
+        indptr, indices, data = [0], [], []
+        for terms in documents:
+            counts = Counter(terms)
+            for term, n in counts.items() if grow else sorted(counts.items()):
+                col = vocab.get(term)
+                if col is None:
+                    if not grow:
+                        continue
+                    col = vocab[term] = len(vocab)
+                indices.append(col)
+                data.append(n)
+            indptr.append(len(indices))
+        shape = (len(indptr) - 1, len(vocab))
+        rows = sp.csr_matrix((np.array(data, np.float64), np.array(indices, np.int64), indptr), shape=shape)
+        if grow:  # a tool's terms in column order (first seen first), as scikit-learn stores them
+            rows.sort_indices()
+        return rows
 
+    def _added(self, tokens: list[list[str]]) -> None:
+        rows = self._count_rows(tokens, grow=True)
+        old = self._counts
+        old.resize((old.shape[0], len(self._vocabulary)))  # new terms: columns of zeros for the old rows
+        self._counts = sp.vstack([old, rows], format="csr")
+        self._weigh()
+
+    def _removed(self, keep: np.ndarray) -> None:
+        self._counts = self._counts[keep]
+        self._weigh()
+        if np.count_nonzero(self._df == 0) > len(self._vocabulary) // 2:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Forget the terms no remaining tool has (after many removals), renumbering the others."""
+        live = np.flatnonzero(self._df > 0)
+        renumber = np.full(len(self._df), -1, dtype=np.int64)
+        renumber[live] = np.arange(len(live))
+        self._vocabulary = {t: int(renumber[c]) for t, c in self._vocabulary.items() if renumber[c] >= 0}
+        self._counts = self._counts[:, live].tocsr()
+        self._weigh()
+
+    def _weigh(self) -> None:
+        """TF-IDF rows from the counts, exactly as ``TfidfTransformer(smooth_idf=True)`` weighs them."""
+        counts = self._counts
+        n_docs = counts.shape[0]
+        self._df = np.bincount(counts.indices, minlength=counts.shape[1])
+        self._idf = np.log((1 + n_docs) / (1 + self._df)) + 1.0
+        if not counts.nnz:
+            self._matrix = None
+            return
+        weights = self._weights(counts.copy())
+        self._matrix = weights.T.tocsr()
+
+    def _weights(self, counts: sp.csr_matrix) -> sp.csr_matrix:
+        """Counts -> (sublinear) tf times idf, rows L2-normalised, in place; terms of no tool weigh 0."""
+        if self.sublinear_tf:
+            np.log(counts.data, out=counts.data)
+            counts.data += 1.0
+        counts.data *= np.where(self._df > 0, self._idf, 0.0)[counts.indices]
+        counts.eliminate_zeros()
+        return normalize(counts, norm="l2", copy=False)
+
+    # ---- scoring -------------------------------------------------------------------------------------
     def scores(self, query: str) -> np.ndarray:
         """Cosine of the query's TF-IDF vector with every tool's (float32 in [0, 1], aligned with ``ids``).
 
-        The query vector is computed here as ``TfidfVectorizer.transform`` defines it (counts, sublinear
-        tf, idf, L2 norm) and multiplied by the rows of its few terms: the same scores as ``scores_many``
-        (to float rounding) without scikit-learn's per-call validation, which costs about a millisecond.
+        The query's few terms are weighted here and multiplied by their rows of the transposed matrix:
+        the same scores as ``scores_many`` (to float rounding) without building a sparse query matrix.
         """
         out = np.zeros(len(self._ids), dtype=np.float64)
         if self._matrix is None:
             return out.astype(np.float32)
-        counts = Counter(self._analyzer(query))
-        terms = [(self._vocabulary[t], n) for t, n in counts.items() if t in self._vocabulary]
+        counts = Counter(self.tokens(query))
+        df, vocab = self._df, self._vocabulary
+        terms = [(c, n) for c, n in ((vocab.get(t), n) for t, n in counts.items()) if c is not None and df[c]]
         if not terms:
             return out.astype(np.float32)
         cols = np.array([c for c, _ in terms])
@@ -76,7 +143,8 @@ class TfidfIndex(RefitTextIndex):
         return out.astype(np.float32)
 
     def scores_many(self, queries: Sequence[str]) -> np.ndarray:
-        if self._vectorizer is None or self._matrix is None:
+        """``scores`` of each query, as one ``(len(queries), len(ids))`` float32 array."""
+        if self._matrix is None:
             return np.zeros((len(queries), len(self._ids)), dtype=np.float32)
-        q = self._vectorizer.transform(list(queries))
-        return np.asarray((q.tocsr() @ self._matrix).toarray(), dtype=np.float32)
+        q = self._weights(self._count_rows((self.tokens(t) for t in queries), grow=False))
+        return np.asarray((q @ self._matrix).toarray(), dtype=np.float32)

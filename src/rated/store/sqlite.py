@@ -312,7 +312,9 @@ class SQLiteStore:
     ) -> None:
         """Insert at the end, or replace in place, inside the caller's transaction."""
         (top,) = conn.execute("SELECT COALESCE(MAX(position), -1) FROM tools").fetchone()
-        existing = dict(conn.execute("SELECT id, position FROM tools").fetchall()) if ids else {}
+        # only the ids being written: a tool added to a large catalog must not read every row
+        read = lambda sql, args: conn.execute(sql, args).fetchall()  # noqa: E731
+        existing = dict(_select_in(read, "SELECT id, position FROM tools WHERE id IN ({})", list(ids)))
         tool_rows = []
         for i, tool_id in enumerate(ids):
             position = existing.get(tool_id)
@@ -360,16 +362,8 @@ class SQLiteStore:
     def load_states(self, keys: Iterable[str] | None = None) -> dict[str, bytes]:
         if keys is None:
             return {k: bytes(v) for k, v in self._read("SELECT key, state FROM policy_state")}
-        keys = list(keys)
-        out: dict[str, bytes] = {}
-        for i in range(0, len(keys), 500):  # stay below SQLite's bound-parameter limit
-            chunk = keys[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            out.update(
-                (k, bytes(v))
-                for k, v in self._read(f"SELECT key, state FROM policy_state WHERE key IN ({marks})", chunk)
-            )
-        return out
+        rows = _select_in(self._read, "SELECT key, state FROM policy_state WHERE key IN ({})", list(keys))
+        return {k: bytes(v) for k, v in rows}
 
     def update_states(
         self,
@@ -515,3 +509,12 @@ def _totals_rows(stats: Mapping[str, OutcomeStats]) -> list[tuple]:
         (s.tool_id, s.successes, s.failures, s.caller_errors, s.last_outcome, s.last_time)
         for s in stats.values()
     ]
+
+
+def _select_in(
+    read: Callable[[str, Sequence[Any]], Iterable[tuple]], sql: str, keys: Sequence[str]
+) -> Iterator[tuple]:
+    """Rows of ``sql`` (one ``IN ({})``) over ``keys``, in chunks below SQLite's bound-parameter limit."""
+    for i in range(0, len(keys), 500):
+        chunk = keys[i : i + 500]
+        yield from read(sql.format(",".join("?" * len(chunk))), chunk)
