@@ -47,3 +47,25 @@ def test_lexical_text_keeps_raw_identifier_and_parameter_items_reads_flat_maps()
     assert lexical_text(_tool()).endswith("get_current_weather")
     assert parameter_items({"q": {"description": "query"}, "required": ["q"]}) == [("q", "query")]
     assert tool_text(Tool(id="x", name="x")) == "x."
+
+
+def test_split_camel_equals_the_zero_width_look_behind_definition():
+    """The consuming pattern must split exactly where the plain look-around definition does."""
+    import re
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from rated.catalog.text import split_camel
+
+    reference = re.compile(
+        r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])"
+    )
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.text(alphabet=st.sampled_from(list("aBz9Z0 _-.ÄéxY1")), max_size=40))
+    def same(text: str) -> None:
+        assert split_camel(text) == reference.sub(" ", text)
+
+    same()
+    assert split_camel("getHTTPResponse2xxCode") == "get HTTP Response 2 xx Code"
