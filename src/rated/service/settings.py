@@ -55,7 +55,10 @@ class Settings(BaseModel):
     @model_validator(mode="after")
     def _k_within_limit(self) -> Settings:
         if self.default_k > self.max_k:
-            raise ValueError(f"default_k ({self.default_k}) must not exceed max_k ({self.max_k})")
+            raise ValueError(
+                f"default_k ({self.default_k}, {ENV_PREFIX}DEFAULT_K) must not exceed "
+                f"max_k ({self.max_k}, {ENV_PREFIX}MAX_K)"
+            )
         return self
 
     @classmethod
@@ -67,12 +70,20 @@ class Settings(BaseModel):
             key = ENV_PREFIX + name.upper()
             if key in env:
                 values[name] = env[key]
-        values.update({k: v for k, v in overrides.items() if v is not None})
+        given = {k: v for k, v in overrides.items() if v is not None}
+        values.update(given)
         try:
             return cls(**values)
         except ValidationError as exc:
-            problems = "; ".join(
-                (f"{ENV_PREFIX}{'.'.join(map(str, e['loc'])).upper()}: " if e["loc"] else "") + e["msg"]
-                for e in exc.errors()
-            )
+            problems = "; ".join(_problem(e["loc"], e["msg"], given) for e in exc.errors())
             raise ConfigError(f"invalid service settings: {problems}") from None
+
+
+def _problem(loc: tuple[Any, ...], msg: str, given: Mapping[str, Any]) -> str:
+    """One field's problem, named where its value came from: the argument (e.g. ``--port``) or the
+    environment variable; pydantic's "Value error, " prefix dropped."""
+    msg = msg.removeprefix("Value error, ")
+    if not loc:
+        return msg
+    name = ".".join(map(str, loc))
+    return f"{name} {given[name]!r}: {msg}" if name in given else f"{ENV_PREFIX}{name.upper()}: {msg}"
