@@ -37,10 +37,18 @@ def status_of(exc: RatedError) -> int:
     return next(code for cls, code in STATUS if isinstance(exc, cls))
 
 
-def validation_detail(exc: RequestValidationError) -> str:
+def validation_detail(exc: RequestValidationError, content_type: str | None = None) -> str:
     """Where each problem is and what is wrong, never the raw input: it may be huge, or NaN, which
-    strict JSON cannot even encode (FastAPI's default handler echoes it and fails with a 500)."""
-    return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+    strict JSON cannot even encode (FastAPI's default handler echoes it and fails with a 500).
+
+    A body sent without a JSON content type is not parsed at all; say so, since the problem then reads
+    as "not a valid dictionary" for a body that may well be valid JSON (``curl -d`` sends a form type)."""
+    detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+    whole_body = any(tuple(e["loc"]) == ("body",) for e in exc.errors())
+    if whole_body and content_type is not None and "json" not in content_type.lower():
+        detail += f" (the body was sent as {content_type or 'no content type'}: send it as JSON, "
+        detail += "with the header Content-Type: application/json)"
+    return detail
 
 
 def error_response(request: Request, exc: RatedError) -> JSONResponse:
@@ -67,7 +75,11 @@ def install_error_handler(app: FastAPI) -> None:
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         request.app.state.metrics.errors.labels("RequestValidationError").inc()
         return JSONResponse(
-            {"error": "RequestValidationError", "detail": validation_detail(exc)}, status_code=422
+            {
+                "error": "RequestValidationError",
+                "detail": validation_detail(exc, request.headers.get("content-type", "")),
+            },
+            status_code=422,
         )
 
     @app.exception_handler(StarletteHTTPException)
