@@ -30,9 +30,16 @@ __all__ = [
 ]
 
 # lower->Upper, ACRONYM->Word, letter<->digit boundaries, as the character before each boundary (kept, with
-# a space after it): the same splits as zero-width look-behinds, 1.7x as fast (every lexical text and
-# query goes through it); then any non-alphanumeric run is a separator
-_CAMEL = re.compile(r"([a-z](?=[A-Z])|[A-Z](?=[A-Z][a-z])|[A-Za-z](?=[0-9])|[0-9](?=[A-Za-z]))")
+# a space after it): the same splits as zero-width look-behinds, about 1.3x as fast (thread CPU, medians
+# of 7 interleaved passes over 3,000 tool texts; every lexical text and query goes through it); then any
+# non-alphanumeric run is a separator
+_CAMEL = re.compile(r"[a-z](?=[A-Z])|[A-Z](?=[A-Z][a-z])|[A-Za-z](?=[0-9])|[0-9](?=[A-Za-z])")
+
+
+def _spaced(match: re.Match[str]) -> str:
+    return match.group() + " "  # a function, not the template r"\g<0> ": re expands templates in Python
+
+
 _SEPARATORS = re.compile(r"[\s_\-./:\\&|,;()\[\]{}<>@#$%^*+=~`'\"!?]+")
 _SPACE = re.compile(r"\s+")
 
@@ -56,7 +63,7 @@ DEFAULT_LEXICAL = TextConfig(max_chars=4000, max_parameters=30)
 
 def split_camel(text: str) -> str:
     """Insert a space at every camelCase, ACRONYMWord and letter/digit boundary."""
-    return _CAMEL.sub(r"\1 ", text)
+    return _CAMEL.sub(_spaced, text)
 
 
 def split_identifier(text: str) -> str:
