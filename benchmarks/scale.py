@@ -14,8 +14,10 @@ catalog encoding is measured by ``latency.py``). Stages, per size:
 - ``feedback``: ``Retriever.feedback`` persisted (SQLite WAL);
 - ``rss``: resident memory that ``open`` and the first search add (the catalog is built in a forked
   child, so its objects do not count), ``db``: the database's size on disk;
-- ``hnsw search`` and ``hnsw recall@10`` (sizes >= ``--hnsw-from``): the dense part as an HNSW graph
-  (``SemanticConfig(dense_kind="hnsw")``) against the exact flat index of the same run.
+- ``hnsw build``, ``hnsw search`` and ``hnsw recall@10`` (sizes >= ``--hnsw-from``): the semantic
+  index with its dense part as an HNSW graph (``SemanticConfig(dense_kind="hnsw")``, what ``auto``
+  picks above ``hnsw_threshold`` tools): build time (as ``first search`` for the flat one), search time,
+  and the share of its top-10 that the exact flat index of the same run also returns.
 
 Every figure is printed with its ratio to the smallest size of the same run, beside the ratio of the
 sizes (a stage whose ratio grows like the size is linear in the catalog).
@@ -62,6 +64,7 @@ STAGES = {
     "feedback": ("ms", "median, persisted"),
     "rss": ("MiB", "memory taken by open and the first search"),
     "db": ("MiB", "SQLite file and WAL"),
+    "hnsw build": ("s", "the semantic index with an HNSW dense part"),
     "hnsw search": ("ms", "S_sem with an HNSW dense part"),
     "hnsw recall@10": ("", "top-10 shared with the flat index"),
 }
@@ -149,7 +152,9 @@ def measure(source: str, size: int, calls: int, hnsw: bool, seed: int) -> dict[s
         console.print(f"[{size:,} tools] HNSW ...")
         stored = r.store.load_catalog()
         flat = r.index
+        start = time.perf_counter()
         graph = SemanticIndex.build(r.index.tools, stored.embeddings, flat.config.with_(dense_kind="hnsw"))
+        out["hnsw build"] = time.perf_counter() - start
         vecs = encoder.encode_queries(qs)
         wall, _ = timed(lambda i: graph.search(qs[i % len(qs)], vecs[i % len(qs)], 10), calls, 10)
         out["hnsw search"] = float(np.median(wall))
