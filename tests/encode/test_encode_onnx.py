@@ -98,9 +98,10 @@ def test_quantized_copy_is_close(tmp_path, tiny_model_dir, encoder):
 def test_thread_setting(monkeypatch):
     monkeypatch.setenv(ENCODER_THREADS_ENV, "3")
     assert default_threads() == 3
-    monkeypatch.setenv(ENCODER_THREADS_ENV, "many")
-    with pytest.raises(ModelError, match=ENCODER_THREADS_ENV):
-        default_threads()
+    for bad in ("many", "0", "-2"):  # 0 and negatives were silently taken as 1
+        monkeypatch.setenv(ENCODER_THREADS_ENV, bad)
+        with pytest.raises(ModelError, match=f"{ENCODER_THREADS_ENV} must be a positive integer"):
+            default_threads()
     monkeypatch.delenv(ENCODER_THREADS_ENV)
     assert 1 <= default_threads() <= 4
 

@@ -176,7 +176,8 @@ def _tools(args: argparse.Namespace) -> int:
     if args.json:
         print_json([t.to_dict() for t in rows])
         return 0
-    table = Table(title=f"{len(rows)} tools in {escape(describe_db(args.db))}", title_justify="left")
+    what = f"{len(rows)} unhealthy tools" if args.unhealthy else f"{len(rows)} tools"
+    table = Table(title=f"{what} in {escape(describe_db(args.db))}", title_justify="left")
     for col in ("tool", "source", "prior", "healthy", "ok", "failed", "caller err", "last outcome"):
         table.add_column(
             col,

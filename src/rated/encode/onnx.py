@@ -40,9 +40,12 @@ def default_threads() -> int:
     env = os.environ.get(ENCODER_THREADS_ENV)
     if env:
         try:
-            return max(1, int(env))
+            threads = int(env)
         except ValueError:
-            raise ModelError(f"{ENCODER_THREADS_ENV} must be an integer, got {env!r}") from None
+            threads = 0
+        if threads < 1:  # 0 or a negative count is a mistake, not "as few as possible"
+            raise ModelError(f"{ENCODER_THREADS_ENV} must be a positive integer, got {env!r}")
+        return threads
     return max(1, min(os.cpu_count() or 1, _MAX_DEFAULT_THREADS))
 
 
