@@ -1,7 +1,10 @@
 """``create_app(settings)``: assembles the FastAPI app (routers, error handler, metrics); no logic here.
 
 Routes call the ``Retriever``; they hold no ranking logic. Handlers are plain ``def`` (run in the thread
-pool) because retrieval is CPU-bound and the SQLite store blocks; the retriever is thread-safe.
+pool) because retrieval is CPU-bound and the SQLite store blocks; the retriever is thread-safe. They reach
+it through ``reopen.Reopening``: an index rebuilt under the running service with another encoder or
+policy is reopened over the same store (once, whatever the number of requests failing together), and a
+service nobody restarts keeps serving.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from rated.service.auth import KeyFirst, require_api_key
 from rated.service.errors import error_response, install_error_handler
 from rated.service.limits import BodyLimit
 from rated.service.metrics import Metrics
+from rated.service.reopen import Reopening
 from rated.service.routes import OPEN_ROUTERS, ROUTERS
 from rated.service.settings import Settings
 
@@ -28,10 +32,13 @@ __all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
 
+_RESTART_HINT = "restart the HTTP service (rated serve)"
+
 
 def create_app(settings: Settings | None = None, *, retriever: Retriever | None = None) -> FastAPI:
     """The HTTP service. Pass a ready ``retriever`` (it stays yours to close), or let the app open
-    ``settings.db`` at start-up and close it at shutdown."""
+    ``settings.db`` at start-up and close it at shutdown. A retriever reopened after a rebuild shares the
+    store of the first one, so that store is all there is to close, and a passed one's stays open."""
     from rated import __version__
 
     settings = settings or Settings.from_env()
@@ -40,14 +47,14 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        owned = retriever is None
-        app.state.retriever = retriever or Retriever.open(settings.db, busy_timeout=settings.busy_timeout)
-        app.state.retriever.index  # noqa: B018 - build the index before the first request
+        first = retriever or Retriever.open(settings.db, busy_timeout=settings.busy_timeout)
         try:
+            first.index  # noqa: B018 - build the index before the first request
+            app.state.serving = Reopening(first, restart_hint=_RESTART_HINT)
             yield
         finally:
-            if owned:
-                app.state.retriever.close()
+            if retriever is None:
+                first.close()  # the store every reopened retriever shares
 
     app = FastAPI(
         title="rated",

@@ -1,4 +1,4 @@
-"""Typed dependencies: what a route may ask for (the retriever, the settings, the metrics)."""
+"""Typed dependencies: what a route may ask for (the served retriever, the settings, the metrics)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from rated.retriever import Retriever
 from rated.service.metrics import Metrics
+from rated.service.reopen import Reopening
 from rated.service.settings import Settings
 
-__all__ = ["MetricsDep", "RetrieverDep", "SettingsDep"]
+__all__ = ["MetricsDep", "ServingDep", "SettingsDep"]
 
 
-def get_retriever(request: Request) -> Retriever:
-    return request.app.state.retriever
+def get_serving(request: Request) -> Reopening:
+    return request.app.state.serving
 
 
 def get_settings(request: Request) -> Settings:
@@ -25,6 +25,8 @@ def get_metrics(request: Request) -> Metrics:
     return request.app.state.metrics
 
 
-RetrieverDep = Annotated[Retriever, Depends(get_retriever)]
+# Routes get the retriever only through ``serving.call(fn)``: an index rebuilt under the service with
+# another encoder or policy is then reopened and the request retried, instead of a 503 until a restart.
+ServingDep = Annotated[Reopening, Depends(get_serving)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]

@@ -1,11 +1,12 @@
 """``Reopening``: the retriever a long-lived server calls, reopened when its index is rebuilt under it.
 
 A retriever refuses an index that was rebuilt with another encoder or policy (its query embeddings or its
-learned state would not match): every call raises ``StoreError``, for as long as the process lives. The
-HTTP service reports that on ``/health`` (503) and leaves the restart to its supervisor. An MCP server is
-started by an agent host, which restarts nothing: its tools would fail until the user restarted the host.
-So the MCP tools call through ``Reopening``, which reopens the index over the same store (the settings
-and encoder the rebuild stored, as ``rated mcp`` would at start) and retries the call once.
+learned state would not match): every call raises ``StoreError``, for as long as the process lives. An
+MCP server is started by an agent host, which restarts nothing: its tools would fail until the user
+restarted the host; an HTTP service would answer 503 until its supervisor restarted it. So the MCP tools
+and the HTTP routes call through ``Reopening``, which reopens the index over the same store (the settings
+and encoder the rebuild stored, as ``rated mcp`` or ``rated serve`` would at start) and retries the call
+once. An index it cannot reopen (a custom encoder) keeps failing, with the reason and ``restart_hint``.
 
 It reopens only when the store's saved index settings differ from the ones the failing retriever serves:
 a store that is busy, gone, being rebuilt, or failing in another way gets its own error, not a reopen.

@@ -13,7 +13,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import HTMLResponse
 
 from rated.service.dashboard import outcomes_png, read_outcomes, render_page, take_snapshot
-from rated.service.deps import RetrieverDep
+from rated.service.deps import ServingDep
 from rated.service.routes._errors import responses
 
 __all__ = ["router"]
@@ -42,7 +42,7 @@ def _documented(media_type: str, schema: dict[str, str], description: str) -> di
     ),
 )
 def dashboard(
-    retriever: RetrieverDep,
+    serving: ServingDep,
     refresh: Annotated[
         int, Query(ge=0, le=3600, description="reload the page every N seconds (0: never)")
     ] = 10,
@@ -50,7 +50,8 @@ def dashboard(
     recent: Annotated[int, Query(ge=1, le=500, description="how many recent outcomes to list")] = 50,
 ) -> HTMLResponse:
     """Which tools are unhealthy now and since when, tool health bars, traffic and recent outcomes."""
-    snap = take_snapshot(retriever, time.time(), minutes=minutes, recent=recent)
+    now = time.time()
+    snap = serving.call(lambda r: take_snapshot(r, now, minutes=minutes, recent=recent))
     page = render_page(snap, refresh=refresh, chart_url="dashboard/outcomes.png")
     return HTMLResponse(page, headers=_NO_STORE)
 
@@ -62,9 +63,9 @@ def dashboard(
         "image/png", {"type": "string", "format": "binary"}, "outcomes over time, stacked by kind"
     ),
 )
-def outcomes_chart(retriever: RetrieverDep, minutes: Minutes = 60) -> Response:
+def outcomes_chart(serving: ServingDep, minutes: Minutes = 60) -> Response:
     """Outcomes per minute over the last ``minutes``, stacked by kind (the span of the latest outcomes
     read when none fall in that window; an empty chart with a note when there are none)."""
-    records, capped = read_outcomes(retriever)
+    records, capped = serving.call(read_outcomes)
     png = outcomes_png(records, time.time(), minutes, capped=capped)
     return Response(png, media_type="image/png", headers=_NO_STORE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from rated.service.actions import record_feedback
-from rated.service.deps import MetricsDep, RetrieverDep
+from rated.service.deps import MetricsDep, ServingDep
 from rated.service.routes._errors import BODY, responses
 from rated.service.schemas import FeedbackIn, FeedbackOut
 
@@ -15,7 +15,7 @@ router = APIRouter(prefix="/feedback", tags=["feedback"])
 
 
 @router.post("", response_model=FeedbackOut, responses=responses(*BODY, 404, 503))
-def feedback(body: FeedbackIn, retriever: RetrieverDep, metrics: MetricsDep) -> FeedbackOut:
-    out = record_feedback(retriever, body.tool_id, body.outcome, body.query, body.retry_after)
+def feedback(body: FeedbackIn, serving: ServingDep, metrics: MetricsDep) -> FeedbackOut:
+    out = serving.call(lambda r: record_feedback(r, body.tool_id, body.outcome, body.query, body.retry_after))
     metrics.feedback.labels(out.outcome).inc()
     return out
