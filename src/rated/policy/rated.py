@@ -166,6 +166,7 @@ class RatedPolicy(BasePolicy):
         self._rows = KeyedRows(np.array([0, 0, 0, 0, 0, 0, 0, -math.inf, -math.inf, 0, -1], dtype=np.float64))
         self._dim: int | None = None
         self._suspects: dict[str, None] = {}  # tools last seen failing: what probes look at
+        self._provider_keys: dict[str, str] = {}  # provider -> its state key, built once
 
     @property
     def health_orders(self) -> bool:  # type: ignore[override]
@@ -223,12 +224,16 @@ class RatedPolicy(BasePolicy):
         now, ids = candidates.now, candidates.tool_ids
         get, k = index.get, len(ids)
         rows = list(map(get, ids, repeat(0, k)))  # map over C callables: no Python frame per candidate
-        prows = list(map(get, map(PROVIDER_PREFIX.__add__, candidates.providers), repeat(0, k)))
-        if any(prows):  # a tool without a provider is its own provider: no shared row
-            prows = [0 if p == t else r for t, p, r in zip(ids, candidates.providers, prows, strict=True)]
-        elif not any(rows):
+        pkeys = self._provider_keys  # the same key objects each time: their hashes are cached
+        # a tool without a provider is its own provider: no shared row
+        prows = [
+            0 if p == t else get(pkeys.get(p) or self._provider_key(p), 0)
+            for t, p in zip(ids, candidates.providers, strict=True)
+        ]
+        if not (any(rows) or any(prows)):
             return self._score_fresh(candidates)
-        table = self._rows.scalars.take(rows + prows, axis=0).tolist()
+        # the fields the loop reads, as plain floats (one row per tool, then one per provider)
+        table = self._rows.scalars.take(rows + prows, axis=0)[:, : BLOCKED + 1].tolist()
         prior = candidates.prior
         n0, up0, pw, inv_hl = self.prior_strength, self._up0, self.provider_weight, self._inv_hl
         m0 = (1.0 - self.prior_weight * (1.0 - prior)).tolist() if self.prior_weight else [1.0] * k
@@ -268,13 +273,13 @@ class RatedPolicy(BasePolicy):
         for i in range(k):
             if not (rows[i] or prows[i]):
                 continue
-            tf, to, s, f, beta, rate, _, blocked = table[i][: BLOCKED + 1]
+            tf, to, s, f, beta, rate, _, blocked = table[i]
             d = tf - now
             fade = 2.0 ** (d * inv_hl) if d < 0.0 else 1.0
             d = to - now
             up = up0 - beta * (2.0 ** (d * rate) if d < 0.0 else 1.0)
             if prows[i]:
-                ptf, pto, ps, pf, pbeta, prate = table[k + i][: RATE + 1]
+                ptf, pto, ps, pf, pbeta, prate, _, _ = table[k + i]
                 d = ptf - now
                 pfade = 2.0 ** (d * inv_hl) if d < 0.0 else 1.0
                 s, f = s * fade + pw * ps * pfade, f * fade + pw * pf * pfade
@@ -312,6 +317,10 @@ class RatedPolicy(BasePolicy):
             "availability": avail_arr,
         }
         return scores, components, avail_arr >= self.gate
+
+    def _provider_key(self, provider: str) -> str:
+        key = self._provider_keys[provider] = PROVIDER_PREFIX + provider
+        return key
 
     def _score_fresh(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
         """No candidate nor provider has state: every tool has the same, fresh estimate."""
