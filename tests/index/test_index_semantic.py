@@ -129,3 +129,13 @@ def test_hnsw_search_scores_everything_when_the_graph_returns_too_few(monkeypatc
     qv = _q("does task 3")
     pos, _ = idx.search("does task 3", qv, 10)
     np.testing.assert_array_equal(pos, flat.search("does task 3", qv, 10)[0])
+
+
+def test_auto_dense_kind_is_exact_up_to_the_threshold_and_a_graph_above():
+    config = SemanticConfig(hnsw_threshold=20)
+    rng = np.random.default_rng(0)
+    for n, kind in ((20, "flat"), (21, "hnsw")):
+        emb = rng.normal(size=(n, 8)).astype(np.float32)
+        emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+        tools = [Tool(id=f"t{i}", name=f"tool {i}", description="does things") for i in range(n)]
+        assert SemanticIndex.build(tools, emb, config)._dense.kind == kind
