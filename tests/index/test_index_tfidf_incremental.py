@@ -110,3 +110,43 @@ def test_a_failing_tokenizer_leaves_the_index_unchanged(monkeypatch):
     assert idx.ids == ["a"] and len(idx) == 1
     np.testing.assert_array_equal(idx.scores("email"), before)
     idx.add(["b"], ["weather"])  # the id was not taken by the failed add
+
+
+@pytest.mark.parametrize("sublinear", [True, False])
+def test_any_sequence_of_adds_and_removes_scores_as_a_fresh_fit(sublinear):
+    """Random edit sequences (hypothesis): the in-place index always scores like scikit-learn refit on
+    the texts that remain, in their order, for the single-query and the batch path."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    pool = _texts(40, 4)
+    ops = st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 39), min_size=1, max_size=6)), max_size=8)
+
+    @settings(max_examples=60, deadline=None)
+    @given(ops)
+    def check(steps):
+        idx = TfidfIndex(sublinear_tf=sublinear)
+        live: dict[str, str] = {}
+        for add, picks in steps:
+            ids = list(dict.fromkeys(f"t{p}" for p in picks))
+            if add:
+                new = [i for i in ids if i not in live]
+                if new:
+                    idx.add(new, [pool[int(i[1:])] for i in new])
+                    live.update((i, pool[int(i[1:])]) for i in new)
+            else:
+                gone = [i for i in ids if i in live]
+                if gone and len(gone) < len(live):
+                    idx.remove(gone)
+                    for i in gone:
+                        del live[i]
+        assert idx.ids == list(live)
+        if not live or not any(idx.tokens(t) for t in live.values()):
+            return
+        queries = [*QUERIES, f"{_rare(3)} {_rare(17)} send"]
+        expected = _sklearn_scores(idx, list(live.values()), queries, sublinear)
+        np.testing.assert_allclose(idx.scores_many(queries), expected, rtol=0, atol=1e-6)
+        for q, row in zip(queries, expected, strict=True):
+            np.testing.assert_allclose(idx.scores(q), row, rtol=0, atol=1e-6)
+
+    check()
