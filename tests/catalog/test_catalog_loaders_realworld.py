@@ -139,3 +139,6 @@ def test_ids_with_control_characters_are_rejected() -> None:
         )
     assert [(loc, field) for loc, field, _ in _reasons(exc)] == [("item 0", "id"), ("item 1", "id")]
     assert "control characters" in _reasons(exc)[0][2]
+    # not printable, yet no control character: a zero-width joiner (Cf) and a no-break space (Zs) pass
+    odd = load_catalog([{"id": "a\u200db", "name": "a"}, {"id": "no\u00a0break", "name": "b"}])
+    assert [t.id for t in odd] == ["a\u200db", "no\u00a0break"]

@@ -77,7 +77,8 @@ class Tool(BaseModel):
     @classmethod
     def _printable_id(cls, value: str) -> str:
         # a tab or newline inside an id is a data error that no one could type back (rated feedback ID)
-        if any(unicodedata.category(c) == "Cc" for c in value):
+        # isprintable() (C, no control character can pass it) first: every stored tool is checked on open
+        if not value.isprintable() and any(unicodedata.category(c) == "Cc" for c in value):
             raise ValueError("must not contain control characters (tab, newline, ...)")
         return value
 
