@@ -203,6 +203,27 @@ class Retriever:
                 policy = setup.build_policy(meta.policy, meta.policy_params)
             return cls(store, encoder, policy, meta, clock=clock, query_cache=query_cache)
 
+    def reopen(self) -> Retriever:
+        """A new retriever over this one's store, for the index saved there now: the way on after a rebuild
+        with another encoder or policy, which this one refuses. It keeps this retriever's clock and
+        query-cache size, and its encoder and policy where the rebuilt index still uses them (a custom
+        encoder survives a policy-only rebuild, a custom policy an encoder-only one). The store is shared:
+        close one of the two retrievers, not both."""
+        raw = self._store.get_meta()
+        saved = IndexMeta.from_dict(raw, setup.describe_db(self._store)) if raw else None
+        same_encoder = saved is not None and saved.encoder.same_embeddings(self._meta.encoder)
+        same_policy = saved is not None and (saved.policy, saved.policy_params) == (
+            self._meta.policy,
+            self._meta.policy_params,
+        )
+        return type(self).open(
+            self._store,
+            self._encoder if same_encoder else None,
+            policy=self._policy if same_policy else None,
+            clock=self._clock,
+            query_cache=self._query_cache.size,
+        )
+
     # ---- retrieval ---------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int = 5) -> list[Hit]:
         """The best ``k`` tools for ``query``, re-ranked by the policy (never empty for a non-empty pool)."""

@@ -134,3 +134,23 @@ def test_calls_failing_together_reopen_the_index_once(db, monkeypatch):
             t.join(30)
         assert results == ["mail.new"] * 4 and len(opened) == 1
         assert serving.current is not retriever and serving.current.store is retriever.store
+
+
+def test_a_reopen_keeps_the_served_retrievers_clock_cache_size_and_the_encoder_the_rebuild_kept(tmp_path):
+    """A retriever passed with its own encoder, clock and query cache: a policy-only rebuild is served
+    with that encoder (rated cannot load it by its name), and outcomes keep the retriever's clock."""
+    path = tmp_path / "own.db"
+    encoder = own_encoder(64)
+    Retriever.from_catalog(TOOLS, db=path, encoder=encoder).close()
+    with Retriever.open(path, encoder, clock=lambda: 1234.0, query_cache=0) as retriever:
+        serving = Reopening(retriever)
+        rebuild(path, encoder=encoder, policy="static")
+        assert serving.call(lambda r: r.retrieve(QUERY, k=1))[0].tool.id == "mail.new"
+        serving.call(lambda r: r.feedback("mail.new", "success"))
+        fresh = serving.current
+        assert fresh is not retriever and fresh.meta.policy == "static"
+        assert [o.time for o in fresh.outcomes()] == [1234.0]
+        assert fresh._query_cache.size == 0
+        rebuild(path, encoder=own_encoder(32))  # another custom encoder: nothing to reopen it with
+        with pytest.raises(StoreError, match="cannot load by itself"):
+            serving.call(lambda r: r.retrieve(QUERY, k=1))

@@ -4,9 +4,10 @@ A retriever refuses an index that was rebuilt with another encoder or policy (it
 learned state would not match): every call raises ``StoreError``, for as long as the process lives. An
 MCP server is started by an agent host, which restarts nothing: its tools would fail until the user
 restarted the host; an HTTP service would answer 503 until its supervisor restarted it. So the MCP tools
-and the HTTP routes call through ``Reopening``, which reopens the index over the same store (the settings
-and encoder the rebuild stored, as ``rated mcp`` or ``rated serve`` would at start) and retries the call
-once. An index it cannot reopen (a custom encoder) keeps failing, with the reason and ``restart_hint``.
+and the HTTP routes call through ``Reopening``, which reopens the index over the same store
+(``Retriever.reopen``: the settings the rebuild stored; the served retriever's clock and query-cache size,
+and its encoder or policy where the rebuild kept them) and retries the call once. An index it cannot
+reopen (built with another custom encoder) keeps failing, with the reason and ``restart_hint``.
 
 It reopens only when the store's saved index settings differ from the ones the failing retriever serves:
 a store that is busy, gone, being rebuilt, or failing in another way gets its own error, not a reopen.
@@ -62,7 +63,7 @@ class Reopening:
             if not _rebuilt(stale):
                 raise exc
             try:
-                fresh = Retriever.open(stale.store)
+                fresh = stale.reopen()
             except RatedError as reason:
                 raise StoreError(
                     f"{exc}; reopening it failed: {reason}; {self._restart_hint} once it can be opened"
