@@ -140,3 +140,17 @@ def test_open_paths_and_unknown_paths_answer_as_before_with_a_key_set(retriever)
         assert c.get("/healthz").status_code == 404  # not under a keyed prefix: nothing to guard
         assert c.get("/retrieveX").status_code == 404
         assert c.post("/health", content=b"{").status_code == 405
+
+
+def test_a_root_path_that_only_begins_a_keyed_path_does_not_skip_the_early_check(retriever):
+    """Starlette strips a ``root_path`` only up to a ``/``: under root ``/re``, ``/retrieve`` is routed to
+    the retrieve route. The early check cut ``/re`` off (``trieve``, no keyed prefix), so a broken body
+    got the schema's 422 instead of a 401."""
+    app = create_app(Settings(api_key=KEY), retriever=retriever)
+    with TestClient(app, root_path="/re") as c:
+        broken = {"content": b'{"query": ', "headers": {"Content-Type": "application/json"}}
+        r = c.post("/retrieve", **broken)
+        assert r.status_code == 401 and r.json()["error"] == "Unauthorized", r.text
+        assert c.post("/re/retrieve", **broken).status_code == 401  # the root stripped at a "/"
+        auth = {"Authorization": f"Bearer {KEY}"}
+        assert c.post("/retrieve", json={"query": "send an email"}, headers=auth).status_code == 200

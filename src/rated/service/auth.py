@@ -88,9 +88,12 @@ class KeyFirst:
 
 
 def _route_path(scope: Scope) -> str:
-    """The path the routes see: without the ``root_path`` the app is mounted (or proxied) under."""
+    """The path the routes see: without the ``root_path`` the app is mounted (or proxied) under, by
+    Starlette's rule: a root of ``/re`` is not stripped from ``/retrieve``, which is routed as it is."""
     path, root = scope["path"], scope.get("root_path", "")
-    return path[len(root) :] if root and path.startswith(root) else path
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] in ("", "/"):
+        return path[len(root) :]
+    return path
 
 
 def _given(bearer: HTTPAuthorizationCredentials | None, basic: HTTPBasicCredentials | None) -> str | None:
