@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import email.message
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -45,10 +47,21 @@ def validation_detail(exc: RequestValidationError, content_type: str | None = No
     as "not a valid dictionary" for a body that may well be valid JSON (``curl -d`` sends a form type)."""
     detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
     whole_body = any(tuple(e["loc"]) == ("body",) for e in exc.errors())
-    if whole_body and content_type is not None and "json" not in content_type.lower():
+    if whole_body and content_type is not None and not _parsed_as_json(content_type):
         detail += f" (the body was sent as {content_type or 'no content type'}: send it as JSON, "
         detail += "with the header Content-Type: application/json)"
     return detail
+
+
+def _parsed_as_json(content_type: str) -> bool:
+    """Whether FastAPI parses a body of this type as JSON: ``application/json`` or ``application/*+json``
+    only (not ``text/json`` or ``application/jsonl``, which merely contain the word)."""
+    message = email.message.Message()
+    message["content-type"] = content_type
+    subtype = message.get_content_subtype()
+    return message.get_content_maintype() == "application" and (
+        subtype == "json" or subtype.endswith("+json")
+    )
 
 
 def error_response(request: Request, exc: RatedError) -> JSONResponse:
