@@ -19,3 +19,10 @@ def test_cross_field_error_names_both_variables_without_pydantic_prefix():
         Settings.from_env({"RATED_MAX_K": "3"})
     text = str(exc.value)
     assert "RATED_DEFAULT_K" in text and "RATED_MAX_K" in text and "Value error" not in text
+
+
+def test_an_api_key_given_as_an_argument_is_never_echoed_by_its_error():
+    for key in [" my-secret-key ", "s\u00e9cret-key"]:
+        with pytest.raises(ConfigError, match="api_key") as exc:
+            Settings.from_env({}, api_key=key)
+        assert key.strip() not in str(exc.value) and "printable ASCII" in str(exc.value)

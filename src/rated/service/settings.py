@@ -24,6 +24,7 @@ from rated.errors import ConfigError
 __all__ = ["ENV_PREFIX", "Settings"]
 
 ENV_PREFIX = "RATED_"
+_SECRET = frozenset({"api_key"})  # fields whose value an error message must not show
 
 
 class Settings(BaseModel):
@@ -86,4 +87,7 @@ def _problem(loc: tuple[Any, ...], msg: str, given: Mapping[str, Any]) -> str:
     if not loc:
         return msg
     name = ".".join(map(str, loc))
-    return f"{name} {given[name]!r}: {msg}" if name in given else f"{ENV_PREFIX}{name.upper()}: {msg}"
+    if name not in given:
+        return f"{ENV_PREFIX}{name.upper()}: {msg}"
+    shown = "(given; not shown)" if name in _SECRET else repr(given[name])  # a key is never echoed
+    return f"{name} {shown}: {msg}"
