@@ -84,9 +84,10 @@ def atomic_dir(dest: Path) -> Iterator[Path]:
     one in a single rename, so the swap is two: the previous folder is moved aside to ``.<name>.<random>.old``
     and the new one moved in (the previous one put back if that fails), then the previous one is deleted.
     Only a process killed between the two renames leaves ``dest`` missing, its previous content then still
-    in that ``.old`` sibling. A symlink at ``dest`` is kept: the folder it points to is replaced.
+    in that ``.old`` sibling. A symlink at ``dest`` is kept: the folder it points to is replaced. ``dest``
+    may be the working directory (``.``): the process then works in the new folder.
     """
-    dest = Path(dest)
+    dest = Path(os.path.abspath(dest))  # "." or "..": a name, so a parent to build the new folder in
     if dest.is_symlink():
         dest = dest.resolve()
     if dest.exists() and not dest.is_dir():
@@ -102,13 +103,23 @@ def atomic_dir(dest: Path) -> Iterator[Path]:
             continue
     try:
         yield tmp
+        here = _is_cwd(dest)
         try:
             with contextlib.suppress(FileNotFoundError):  # nothing there yet: nothing to keep aside
                 os.rename(dest, old)
             os.rename(tmp, dest)
+            if here:  # else the process would stay in the previous folder, deleted below
+                os.chdir(dest)
         finally:
             if old.exists() and not dest.exists():  # the new folder did not get in: put the old one back
                 os.rename(old, dest)
             shutil.rmtree(old, ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # a failed or interrupted block's partial folder
+
+
+def _is_cwd(path: Path) -> bool:
+    try:
+        return os.path.samefile(path, os.curdir)
+    except OSError:  # no folder there yet, or no working directory at all
+        return False

@@ -99,3 +99,19 @@ def test_a_folder_with_other_files_is_refused_before_converting(out, monkeypatch
     ):
         prepare("tiny", out)
     assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_the_working_directory_as_out_is_replaced_and_stays_workable(out, monkeypatch, fail):
+    """``--out .`` worked before the folder was swapped in whole; then renaming "." failed ("Device or
+    resource busy"). The process stays in a live folder holding the new files (or the old on failure)."""
+    monkeypatch.chdir(out)
+    if fail:
+        monkeypatch.setattr(datasets, "write_jsonl", _disk_full)
+        with pytest.raises(RatedError, match=r"cannot write irrelevance.jsonl: No space left on device"):
+            prepare("tiny", ".")
+    else:
+        prepare("tiny", ".")
+    version = 1 if fail else 2
+    assert load_dataset(".").meta["version"] == version and os.path.samefile(".", out)
+    assert os.listdir(out.parent) == ["out"]
