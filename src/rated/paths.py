@@ -87,8 +87,8 @@ def atomic_dir(dest: Path) -> Iterator[Path]:
     in that ``.old`` sibling. A symlink at ``dest`` is kept: the folder it points to is replaced. ``dest``
     may be the working directory (``.``): the process then works in the new folder.
     """
-    dest = Path(os.path.abspath(dest))  # "." or "..": a name, so a parent to build the new folder in
-    if dest.is_symlink():
+    dest = Path(dest).absolute()  # "." gets a name, so a parent to build the new folder in
+    if dest.name == ".." or dest.is_symlink():  # as the system resolves it
         dest = dest.resolve()
     if dest.exists() and not dest.is_dir():
         raise ConfigError(f"{dest} is a file, not a folder")

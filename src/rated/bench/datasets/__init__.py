@@ -8,7 +8,6 @@ was left out).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -72,8 +71,9 @@ def prepare(name: str, out: str | Path, distractors: str | Path | None = None) -
 def _shown(path: Path, out: Path) -> Path:
     """How an error names ``path``: a file of the folder being built as its place in ``out``, and that
     folder itself as the folder it is made in (the user never named the temporary one)."""
-    dest = out.resolve() if out.is_symlink() else Path(os.path.abspath(out))  # where atomic_dir builds
-    path = Path(os.path.abspath(path))
+    dest = out.absolute()  # where atomic_dir builds
+    dest = dest.resolve() if dest.name == ".." or dest.is_symlink() else dest
+    path = path.absolute()
     for i, part in enumerate((path, *path.parents)):
         if part.parent == dest.parent and part.name.startswith(f".{dest.name}."):
             return out.joinpath(*path.parts[len(path.parts) - i :]) if i else dest.parent
