@@ -154,3 +154,34 @@ def test_a_reopen_keeps_the_served_retrievers_clock_cache_size_and_the_encoder_t
         rebuild(path, encoder=own_encoder(32))  # another custom encoder: nothing to reopen it with
         with pytest.raises(StoreError, match="cannot load by itself"):
             serving.call(lambda r: r.retrieve(QUERY, k=1))
+
+
+def test_a_store_busy_while_reopening_is_a_busy_error_and_the_next_call_reopens(db, monkeypatch):
+    """A lock held by a writer for a moment is retryable (503 with Retry-After), not a StoreError telling
+    the user to restart the server."""
+    real_open = Retriever.open
+    calls = []
+
+    def busy_once(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise StoreBusyError("database is locked")
+        return real_open(*args, **kwargs)
+
+    with Retriever.open(db) as retriever:
+        serving = Reopening(retriever)
+        rebuild(db, encoder=HashEncoder(32))
+        monkeypatch.setattr(reopen.Retriever, "open", busy_once)
+        with pytest.raises(StoreBusyError, match="database is locked") as info:
+            serving.call(lambda r: r.retrieve(QUERY, k=1))
+        assert "restart" not in str(info.value)
+        with monkeypatch.context() as m:  # busy while looking whether the index was rebuilt
+            m.setattr(retriever.store, "get_meta", busy_once)
+            calls.clear()
+            with pytest.raises(StoreBusyError):  # was the stale "re-indexed ...: reopen it", for good
+                serving.call(stale)
+        assert serving.call(lambda r: r.retrieve(QUERY, k=1))[0].tool.id == "mail.new"
+
+
+def stale(retriever: Retriever) -> None:
+    raise StoreError("re-indexed with another encoder: reopen it")

@@ -64,6 +64,8 @@ class Reopening:
                 raise exc
             try:
                 fresh = stale.reopen()
+            except StoreBusyError:
+                raise  # a store locked for a moment: retryable as it is, and the next call reopens it
             except RatedError as reason:
                 raise StoreError(
                     f"{exc}; reopening it failed: {reason}; {self._restart_hint} once it can be opened"
@@ -83,5 +85,7 @@ def _rebuilt(retriever: Retriever) -> bool:
     try:
         saved = retriever.store.get_meta()
         return bool(saved) and IndexMeta.from_dict(saved) != retriever.meta
+    except StoreBusyError:
+        raise  # locked for a moment: retryable, and the next call looks again
     except RatedError:  # the store cannot even say: its own error tells the caller more
         return False
