@@ -202,3 +202,22 @@ def test_context_dimension_mismatch_is_an_error() -> None:
     fail(p, "a", 1.0, ctx=unit(1))
     with pytest.raises(ConfigError, match="dimension"):
         p.learn(Feedback("a", Outcome.of("success"), 2.0, np.ones(DIM + 1, dtype=np.float32), None))
+
+
+@pytest.mark.parametrize("with_context", [True, False])
+@pytest.mark.parametrize("params", [{"prior_weight": 0.8}, {"prior_weight": 0.8, "utility": 0.1}, {}])
+def test_a_tool_without_state_scores_the_same_whoever_ranks_beside_it(params, with_context) -> None:
+    """A fresh tool's estimate must not depend on whether another candidate has state (there used to be
+    a separate path for all-fresh sets, with its own bonus and float32 arithmetic)."""
+    x = np.full(8, 1 / np.sqrt(8), dtype=np.float32)
+    p = RatedPolicy(**params)
+    p.learn(Feedback("known", Outcome.of("tool_error"), now=1.0, context=x if with_context else None))
+    prior = np.array([0.61, 0.37], dtype=np.float32)
+    fresh = Candidates(("a", "b"), np.array([0.7, 0.6]), prior, ("a", "b"), x, now=2.0)
+    mixed = Candidates(
+        ("a", "b", "known"), np.array([0.7, 0.6, 0.5]), np.append(prior, 0.5), ("a", "b", "known"), x, now=2.0
+    )
+    alone, beside = p.rank(fresh), p.rank(mixed)
+    for name in ("bandit", "reliability", "availability"):
+        assert alone.components[name].tolist() == beside.components[name][:2].tolist(), name
+    assert alone.scores.tolist() == beside.scores[:2].tolist()

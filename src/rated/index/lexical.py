@@ -1,15 +1,13 @@
 """BM25 index (bm25s) over tool texts, with the identifier-splitting tokenizer.
 
-Adding or removing tools rebuilds the index from the kept tokens (each text is tokenized once; the
-tokens are interned, so a term repeated across tools is stored once): no encoder, no text read again.
+Adding or removing tools rebuilds the index from the kept tokens (each text is tokenized once; a term
+repeated across tools is stored once): no encoder, no text read again.
 Besides raw BM25 scores the index gives each query's *score bound*, the sum over its terms of the best
 score any tool gets for that term: ``score / bound`` lies in [0, 1] and says how much of the query's
 achievable lexical evidence a tool has.
 """
 
 from __future__ import annotations
-
-import sys
 
 import bm25s
 import numpy as np
@@ -36,6 +34,7 @@ class BM25Index(RefitTextIndex):
         self.b = float(b)
         self.stem = bool(stem)
         self._tokens: list[list[str]] = []  # per tool, aligned with ``_ids``
+        self._terms: dict[str, str] = {}
         self._bm25: bm25s.BM25 | None = None
         self._vocab: dict[str, int] = {}
         self._term_max = np.zeros(0, dtype=np.float32)
@@ -44,7 +43,8 @@ class BM25Index(RefitTextIndex):
         return tokenize(text, stem=self.stem)
 
     def _added(self, tokens: list[list[str]]) -> None:
-        self._tokens.extend([sys.intern(t) for t in doc] for doc in tokens)
+        terms = self._terms  # one string object per term (not sys.intern: immortal on Python 3.12+)
+        self._tokens.extend([terms.setdefault(t, t) for t in doc] for doc in tokens)
         self._refit()
 
     def _removed(self, keep: np.ndarray) -> None:

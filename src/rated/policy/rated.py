@@ -166,7 +166,7 @@ class RatedPolicy(BasePolicy):
         self._rows = KeyedRows(np.array([0, 0, 0, 0, 0, 0, 0, -math.inf, -math.inf, 0, -1], dtype=np.float64))
         self._dim: int | None = None
         self._suspects: dict[str, None] = {}  # tools last seen failing: what probes look at
-        self._provider_keys: dict[str, str] = {}  # provider -> its state key, built once
+        self._provider_keys: dict[str, str] = {}  # provider -> its state key, made with its row
 
     @property
     def health_orders(self) -> bool:  # type: ignore[override]
@@ -219,21 +219,20 @@ class RatedPolicy(BasePolicy):
         """Scalar estimates in plain Python floats: with K = 10 and state for a few candidates, a loop
         over Python floats is several times faster than a dozen NumPy calls on (K, fields) arrays."""
         index = self._rows.index
-        if not index:
-            return self._score_fresh(candidates)
         now, ids = candidates.now, candidates.tool_ids
-        get, k = index.get, len(ids)
-        rows = list(map(get, ids, repeat(0, k)))  # map over C callables: no Python frame per candidate
-        pkeys = self._provider_keys  # the same key objects each time: their hashes are cached
-        # a tool without a provider is its own provider: no shared row
-        prows = [
-            0 if p == t else get(pkeys.get(p) or self._provider_key(p), 0)
-            for t, p in zip(ids, candidates.providers, strict=True)
-        ]
-        if not (any(rows) or any(prows)):
-            return self._score_fresh(candidates)
-        # the fields the loop reads, as plain floats (one row per tool, then one per provider)
-        table = self._rows.scalars.take(rows + prows, axis=0)[:, : BLOCKED + 1].tolist()
+        k = len(ids)
+        rows = prows = [0] * k  # 0: no state (the pristine row)
+        if index:
+            # maps over C callables, no Python frame per candidate; a provider's state key comes from the
+            # keys made when its row was (the same objects each time, so their hashes are cached)
+            get, providers = index.get, candidates.providers
+            rows = list(map(get, ids, repeat(0, k)))
+            prows = list(map(get, map(self._provider_keys.get, providers), repeat(0, k)))
+            if any(prows):  # a tool without a provider is its own provider: no shared row
+                prows = [0 if p == t else r for t, p, r in zip(ids, providers, prows, strict=True)]
+        stateful = any(rows) or any(prows)  # else every candidate keeps the fresh estimate below
+        if stateful:  # the fields the loop reads, as plain floats (one row per tool, then per provider)
+            table = self._rows.scalars.take(rows + prows, axis=0)[:, : BLOCKED + 1].tolist()
         prior = candidates.prior
         n0, up0, pw, inv_hl = self.prior_strength, self._up0, self.provider_weight, self._inv_hl
         m0 = (1.0 - self.prior_weight * (1.0 - prior)).tolist() if self.prior_weight else [1.0] * k
@@ -270,7 +269,7 @@ class RatedPolicy(BasePolicy):
         # Hot loop: conditional expressions instead of min()/max() calls (about 2x faster per candidate,
         # same values: 2 ** (min(d, 0) * r) is 1.0 for d >= 0); d = age of a timestamp, <= 0 normally.
         norm = self._avail_norm
-        for i in range(k):
+        for i in range(k if stateful else 0):
             if not (rows[i] or prows[i]):
                 continue
             tf, to, s, f, beta, rate, _, blocked = table[i]
@@ -318,39 +317,12 @@ class RatedPolicy(BasePolicy):
         }
         return scores, components, avail_arr >= self.gate
 
-    def _provider_key(self, provider: str) -> str:
-        key = self._provider_keys[provider] = PROVIDER_PREFIX + provider
-        return key
-
-    def _score_fresh(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
-        """No candidate nor provider has state: every tool has the same, fresh estimate."""
-        prior = candidates.prior
-        k = len(candidates)
-        rel = 1.0 - self.prior_weight * (1.0 - prior) if self.prior_weight else np.ones(k)
-        x = candidates.context
-        norm = (
-            math.sqrt(float(x @ x) / self.ridge)
-            if x is not None and self.contextual
-            else 1 / math.sqrt(self.prior_strength)
-        )
-        bandit = np.minimum(rel + self.alpha * norm, 1.0)
-        avail = np.full(k, self._up0 * self._up0)
-        if self.utility:
-            scores = (
-                self.w1 * candidates.semantic
-                + self.w3 * prior
-                + self.utility * np.log(np.maximum(bandit, _FLOOR))
-            )
-        else:
-            scores = self.w1 * candidates.semantic + self.w2 * bandit + self.w3 * prior
-        components = {
-            "semantic": candidates.semantic,
-            "bandit": bandit,
-            "prior": prior,
-            "reliability": np.asarray(rel, dtype=np.float64),
-            "availability": avail,
-        }
-        return scores, components, None if self.utility else avail >= self.gate
+    def _provider_row(self, provider: str) -> int:
+        """The state row of ``provider`` (allocated on first use), remembering its key for ``_score``."""
+        key = self._provider_keys.get(provider)
+        if key is None:
+            key = self._provider_keys[provider] = PROVIDER_PREFIX + provider
+        return self._rows.row(key)
 
     # ---- learning ----------------------------------------------------------------------------------
     def state_keys(self, feedback: Feedback) -> list[str]:
@@ -399,7 +371,7 @@ class RatedPolicy(BasePolicy):
         else:
             self._suspects[tool] = None
         if feedback.provider and feedback.provider != tool:
-            pr = rows.row(PROVIDER_PREFIX + feedback.provider)
+            pr = self._provider_row(feedback.provider)
             psc = rows.scalars[pr].tolist()
             psc[T_SEEN] = max(psc[T_SEEN], now)
             self._fade_row(psc, now)
@@ -519,7 +491,10 @@ class RatedPolicy(BasePolicy):
             self._ensure_dim(theta.shape[0], f"state of {key!r}")
             if inv_a.shape != theta.shape:
                 raise ConfigError(f"state of {key!r}: inv_a has shape {inv_a.shape}, theta {theta.shape}")
-        r = self._rows.row(key)
+        if key.startswith(PROVIDER_PREFIX):
+            r = self._provider_row(key[len(PROVIDER_PREFIX) :])
+        else:
+            r = self._rows.row(key)
         self._rows.scalars[r] = scalars
         if theta is not None:
             self._rows.vectors[r, : self._dim] = theta
