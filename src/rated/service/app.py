@@ -50,7 +50,10 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
         first = retriever or Retriever.open(settings.db, busy_timeout=settings.busy_timeout)
         try:
             first.index  # noqa: B018 - build the index before the first request
-            app.state.serving = Reopening(first, restart_hint=_RESTART_HINT)
+            serving = app.state.serving = Reopening(
+                first, restart_hint=_RESTART_HINT, on_reopen=app.state.metrics.reopens.inc
+            )
+            app.state.metrics.watch_catalog(lambda: serving.call(_catalog_health))
             yield
         finally:
             if retriever is None:
@@ -80,6 +83,12 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
         app.add_middleware(KeyFirst, prefixes=prefixes, respond=error_response)
     app.middleware("http")(_observe)  # added last: outermost, so it also counts the 413s
     return app
+
+
+def _catalog_health(retriever: Retriever) -> tuple[int, int]:
+    """``(tools, unhealthy tools)`` for the catalog gauges."""
+    tools = retriever.tools(stats=False)
+    return len(tools), sum(not t.healthy for t in tools)
 
 
 async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

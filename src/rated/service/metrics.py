@@ -1,8 +1,15 @@
-"""Prometheus metrics of one app instance (its own registry, so several apps can live in one process)."""
+"""Prometheus metrics of one app instance (its own registry, so several apps can live in one process).
+
+Counters and the latency histogram are updated as requests run; the catalog gauges (``rated_tools``,
+``rated_unhealthy_tools``) are read from the served retriever when Prometheus scrapes, so an alert on
+failing tools needs no request traffic to stay current.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 __all__ = ["Metrics"]
 
@@ -39,3 +46,27 @@ class Metrics:
             ["error"],
             registry=self.registry,
         )
+        self.reopens = Counter(
+            "rated_index_reopens_total",
+            "Times the index was rebuilt under the service with another encoder or policy and reopened",
+            registry=self.registry,
+        )
+        self.tools = Gauge("rated_tools", "Tools in the served catalog", registry=self.registry)
+        self.unhealthy = Gauge(
+            "rated_unhealthy_tools",
+            "Tools the policy currently considers unhealthy (ranked last, or priced down)",
+            registry=self.registry,
+        )
+
+    def watch_catalog(self, count: Callable[[], tuple[int, int]]) -> None:
+        """Read ``(tools, unhealthy tools)`` from ``count`` at each scrape (NaN when it fails: the
+        store may be gone, which /health reports; a scrape must not fail with it)."""
+
+        def read(which: int) -> float:
+            try:
+                return float(count()[which])
+            except Exception:
+                return float("nan")
+
+        self.tools.set_function(lambda: read(0))
+        self.unhealthy.set_function(lambda: read(1))

@@ -36,10 +36,17 @@ T = TypeVar("T")
 class Reopening:
     """Holds the current retriever; ``call(fn)`` runs ``fn(retriever)``, reopening it once if needed."""
 
-    def __init__(self, retriever: Retriever, *, restart_hint: str = "restart the server") -> None:
+    def __init__(
+        self,
+        retriever: Retriever,
+        *,
+        restart_hint: str = "restart the server",
+        on_reopen: Callable[[], object] | None = None,
+    ) -> None:
         self._current = retriever
         self._lock = threading.Lock()  # one reopen at a time: concurrent calls that fail wait for it
         self._restart_hint = restart_hint
+        self._on_reopen = on_reopen  # e.g. a metric's inc
 
     @property
     def current(self) -> Retriever:
@@ -77,6 +84,8 @@ class Reopening:
                 fresh.meta.policy,
             )
             self._current = fresh
+            if self._on_reopen is not None:
+                self._on_reopen()
             return fresh
 
 
