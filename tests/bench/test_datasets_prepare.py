@@ -101,6 +101,15 @@ def test_a_folder_with_other_files_is_refused_before_converting(out, monkeypatch
     assert snapshot(out) == before
 
 
+def test_a_file_as_out_is_refused_before_converting(tmp_path, monkeypatch):
+    target = tmp_path / "notes.txt"
+    target.write_text("keep me")
+    monkeypatch.setitem(datasets.LOADERS, "tiny", lambda: pytest.fail("converted before the check"))
+    with pytest.raises(DataError, match="is a file, not a folder"):
+        prepare("tiny", target)
+    assert target.read_text() == "keep me"
+
+
 @pytest.mark.parametrize("fail", [False, True])
 def test_the_working_directory_as_out_is_replaced_and_stays_workable(out, monkeypatch, fail):
     """``--out .`` worked before the folder was swapped in whole; then renaming "." failed ("Device or

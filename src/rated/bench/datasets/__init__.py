@@ -82,6 +82,8 @@ def _shown(path: Path, out: Path) -> Path:
 
 def _check_replaceable(out: Path) -> None:
     """``out`` is new, empty, or a folder ``prepare`` wrote: replacing it loses nothing else."""
+    if out.exists() and not out.is_dir():  # said before converting, which takes a while
+        raise DataError(f"{out} is a file, not a folder: give a folder for the prepared dataset")
     if not out.is_dir():
         return
     others = sorted(p.name for p in out.iterdir() if p.name not in OUTPUT_FILES)
