@@ -1,4 +1,5 @@
-"""``rated serve`` start-up, without binding a port (uvicorn.run is replaced)."""
+"""``rated serve`` start-up, without serving (uvicorn.run is replaced; the port check is real only in the
+test of a taken port)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,37 @@ import pytest
 
 pytest.importorskip("uvicorn")
 
+import socket  # noqa: E402
+
 import uvicorn  # noqa: E402
 
+import rated.cli.serve_cmds as serve_cmds  # noqa: E402
 from rated import Tool  # noqa: E402
 from rated.cli import main  # noqa: E402
 from rated.encode.testing import HashEncoder  # noqa: E402
 from rated.retriever import Retriever  # noqa: E402
 from rated.store.memory import MemoryStore  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def any_port(request, monkeypatch):
+    """The other tests must not depend on which ports this machine has free."""
+    if "taken" not in request.node.name:
+        monkeypatch.setattr(serve_cmds, "_check_can_listen", lambda host, port: None)
+
+
+def test_serve_on_a_taken_port_says_so_in_one_line_before_opening_anything(monkeypatch, capsys):
+    opened = []
+    monkeypatch.setattr(Retriever, "open", lambda *a, **kw: opened.append(a))
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: pytest.fail("uvicorn started"))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        code = main(["serve", "--db", "x.db", "--port", str(port)])
+    err = capsys.readouterr().err
+    assert code != 0 and f"127.0.0.1:{port} is already in use" in err and "--port" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1 and not opened
 
 
 def test_serve_names_the_database_as_its_store_does_never_with_a_password(monkeypatch, capsys):

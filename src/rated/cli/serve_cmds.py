@@ -34,6 +34,7 @@ def _serve(args: argparse.Namespace) -> int:
     from rated.service import Settings, create_app
 
     settings = Settings.from_env(db=args.db, host=args.host, port=args.port)
+    _check_can_listen(settings.host, settings.port)  # before opening: a large index takes seconds to load
     with Retriever.open(settings.db, busy_timeout=settings.busy_timeout) as retriever:  # errors: one line
         retriever.index  # noqa: B018 - build the index now: the first request should not pay for it
         app = create_app(settings, retriever=retriever)
@@ -64,6 +65,30 @@ def _mcp(args: argparse.Namespace) -> int:
     with retriever:
         run_stdio(build_mcp_server(retriever, settings))  # answers unreadable lines, unlike .run("stdio")
     return 0
+
+
+def _check_can_listen(host: str, port: int) -> None:
+    """One clear error for a port that is taken or not allowed, instead of uvicorn's log lines and exit 3.
+
+    The port is bound and released at once (as uvicorn binds it, with SO_REUSEADDR): another process can
+    still take it in between, and uvicorn then says so itself.
+    """
+    import errno
+    import socket
+
+    from rated.errors import ConfigError
+
+    try:
+        socket.create_server((host, port)).close()
+    except OSError as exc:
+        where = f"{host}:{port}"
+        if exc.errno == errno.EADDRINUSE:
+            reason = f"{where} is already in use (another rated serve?): choose a free one with --port"
+        elif exc.errno == errno.EACCES:
+            reason = f"not allowed to listen on {where} (ports below 1024 need privileges): use --port"
+        else:
+            reason = f"cannot listen on {where}: {exc.strerror or exc} (check --host)"
+        raise ConfigError(reason) from None
 
 
 def _loopback(host: str) -> bool:
