@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rated.shown import shown
+
 __all__ = [
     "CatalogError",
     "CatalogProblem",
@@ -83,7 +85,7 @@ class UnknownToolError(RatedError, KeyError):
         super().__init__(tool_id)
 
     def __str__(self) -> str:
-        return f"unknown tool id: {self.tool_id!r}"
+        return f"unknown tool id: {shown(self.tool_id)}"  # short, whatever was passed as the id
 
 
 class IndexFormatError(RatedError):

@@ -8,8 +8,9 @@ from enum import StrEnum
 from numbers import Real
 
 from rated.errors import ConfigError
+from rated.shown import shown
 
-__all__ = ["Outcome", "OutcomeKind"]
+__all__ = ["Outcome", "OutcomeKind", "finite_seconds"]
 
 
 class OutcomeKind(StrEnum):
@@ -38,9 +39,21 @@ class OutcomeKind(StrEnum):
             return value
         try:
             return cls(str(value).strip().lower())
-        except ValueError:
+        except Exception:  # ValueError: no such name; anything else: a value whose str() fails
             allowed = ", ".join(k.value for k in cls)
-            raise ConfigError(f"unknown outcome {value!r}; expected one of: {allowed}") from None
+            raise ConfigError(f"unknown outcome {shown(value)}; expected one of: {allowed}") from None
+
+
+def finite_seconds(value: object) -> float | None:
+    """``value`` as a plain float when it is a real number, finite and >= 0 (numpy scalars too); else None.
+    An int too large for a float is not finite here: converting it would raise ``OverflowError``."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        return None
+    try:
+        seconds = float(value)
+    except (OverflowError, ValueError):
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 @dataclass(frozen=True)
@@ -55,10 +68,10 @@ class Outcome:
             object.__setattr__(self, "kind", OutcomeKind.parse(self.kind))
         value = self.retry_after
         if value is not None:
-            bad = isinstance(value, bool) or not isinstance(value, Real)
-            if bad or not math.isfinite(value) or value < 0:
-                raise ConfigError(f"retry_after must be a finite number >= 0, got {value!r}")
-            object.__setattr__(self, "retry_after", float(value))  # plain float: stores and JSON take it
+            seconds = finite_seconds(value)
+            if seconds is None:
+                raise ConfigError(f"retry_after must be a finite number >= 0, got {shown(value)}")
+            object.__setattr__(self, "retry_after", seconds)  # plain float: stores and JSON take it
 
     @classmethod
     def of(cls, value: Outcome | OutcomeKind | str | bool, retry_after: float | None = None) -> Outcome:

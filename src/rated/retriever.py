@@ -25,12 +25,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-import math
 import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from numbers import Real
 from pathlib import Path
 from typing import Any, Self
 
@@ -51,8 +49,9 @@ from rated.errors import (
 from rated.hits import Hit, ToolHealth
 from rated.index.ids import check_known_ids
 from rated.index.semantic import SemanticIndex
-from rated.outcome import Outcome, OutcomeKind
+from rated.outcome import Outcome, OutcomeKind, finite_seconds
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking, all_finite
+from rated.shown import shown
 from rated.store.base import IndexExistsError, OutcomeRecord, OutcomeStats, Store
 from rated.store.codec import decode_state, encode_state
 from rated.store.meta import EncoderIdentity, IndexMeta
@@ -63,6 +62,7 @@ __all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "ToolHealth"]
 DEFAULT_POLICY = "rated"
 _STORE_OPTIONS = ("durability", "busy_timeout", "namespace", "max_outcomes")
 _BANDIT_NAMES = ("bandit", "mab", "health")  # what policies call their feedback-learned component
+_NO_LIMIT = 2**62  # an outcomes() limit above this is no limit
 
 
 class Retriever:
@@ -239,7 +239,10 @@ class Retriever:
         """``retrieve`` for a batch of queries (encoded together)."""
         if isinstance(queries, str) or not isinstance(queries, Iterable):
             raise QueryError(f"retrieve_many takes a list of queries, got {type(queries).__name__}")
-        queries = list(queries)
+        try:
+            queries = list(queries)
+        except TypeError:  # iterable by type only: a 0-d numpy array raises when iterated
+            raise QueryError(f"retrieve_many takes a list of queries, got {type(queries).__name__}") from None
         for i, q in enumerate(queries):
             try:
                 self._check_query(q)
@@ -331,7 +334,7 @@ class Retriever:
         (seconds) is a rate-limit hint.
         """
         if not isinstance(tool_id, str) or not tool_id:
-            raise UnknownToolError(str(tool_id))
+            raise UnknownToolError(tool_id)  # as passed: the message quotes it (short), str() may fail
         retry_after = _check_retry_after(retry_after)
         if isinstance(outcome, Outcome) and retry_after is not None:
             outcome = Outcome(outcome.kind, retry_after)
@@ -450,7 +453,7 @@ class Retriever:
                 if position is None:
                     position = self._position.get(_other_normal_form(tool_id))
             if position is None:
-                raise UnknownToolError(str(tool_id))
+                raise UnknownToolError(tool_id)
             counts = self._store.outcome_stats([self._ids[position]]) if stats else {}
             return self._health([position], counts)[0]
 
@@ -490,14 +493,16 @@ class Retriever:
             try:
                 return self._by_id[tool_id]
             except (KeyError, TypeError):
-                raise UnknownToolError(str(tool_id)) from None
+                raise UnknownToolError(tool_id) from None
 
     def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:
         """The most recent ``limit`` outcome records (all when None), oldest first."""
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0
         ):
-            raise ConfigError(f"limit must be None or an integer >= 0, got {limit!r}")
+            raise ConfigError(f"limit must be None or an integer >= 0, got {shown(limit)}")
+        if limit is not None:  # more than any log holds is all of it: stores take 64-bit limits only
+            limit = None if limit > _NO_LIMIT else int(limit)
         if tool_id is not None:
             self.tool(tool_id)
         return self._store.outcomes(tool_id, limit)
@@ -690,7 +695,7 @@ def _index_exists(db: object) -> ConfigError:
 
 def _positive_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+        raise ConfigError(f"{name} must be an integer >= 1, got {shown(value)}")
     return int(value)
 
 
@@ -701,14 +706,10 @@ def _check_k(k: Any) -> int:
 def _check_retry_after(value: Any) -> float | None:
     if value is None:
         return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, Real)  # numpy scalars too: a retry-after is often computed
-        or not math.isfinite(value)
-        or value < 0
-    ):
-        raise ConfigError(f"retry_after must be a finite number of seconds >= 0, got {value!r}")
-    return float(value)
+    seconds = finite_seconds(value)  # numpy scalars too: a retry-after is often computed
+    if seconds is None:
+        raise ConfigError(f"retry_after must be a finite number of seconds >= 0, got {shown(value)}")
+    return seconds
 
 
 def _check_ranking(ranking: Ranking, n: int) -> None:
