@@ -19,8 +19,11 @@ from rated.errors import (
     UnknownToolError,
 )
 from rated.service.auth import AUTH_CHALLENGE, Unauthorized
+from rated.shown import clipped
 
 __all__ = ["STATUS", "error_response", "install_error_handler", "status_of", "validation_detail"]
+
+_SHOWN = 5  # problems listed in a validation error; a body with 300 unknown fields gets "and 295 more"
 
 # first match wins: subclasses before their parents
 STATUS: tuple[tuple[type[RatedError], int], ...] = (
@@ -41,11 +44,15 @@ def status_of(exc: RatedError) -> int:
 
 def validation_detail(exc: RequestValidationError, content_type: str | None = None) -> str:
     """Where each problem is and what is wrong, never the raw input: it may be huge, or NaN, which
-    strict JSON cannot even encode (FastAPI's default handler echoes it and fails with a 500).
+    strict JSON cannot even encode (FastAPI's default handler echoes it and fails with a 500). Field
+    names are the caller's too (an unknown key may be huge): each is cut short, and a few problems listed.
 
     A body sent without a JSON content type is not parsed at all; say so, since the problem then reads
     as "not a valid dictionary" for a body that may well be valid JSON (``curl -d`` sends a form type)."""
-    detail = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+    problems = exc.errors()
+    listed = [f"{'.'.join(clipped(str(part)) for part in e['loc'])}: {e['msg']}" for e in problems[:_SHOWN]]
+    more = f"; and {len(problems) - _SHOWN} more" if len(problems) > _SHOWN else ""
+    detail = "; ".join(listed) + more
     whole_body = any(tuple(e["loc"]) == ("body",) for e in exc.errors())
     if whole_body and content_type is not None and not _parsed_as_json(content_type):
         detail += f" (the body was sent as {content_type or 'no content type'}: send it as JSON, "
