@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import ConfigDict, Field, Strict
+from pydantic import ConfigDict, Field, Strict, model_validator
 
 from rated.errors import ConfigError, RatedError
 from rated.outcome import OutcomeKind
@@ -25,6 +25,7 @@ from rated.service.actions import checked_k, record_feedback
 from rated.service.reopen import Reopening
 from rated.service.schemas import FeedbackOut, RetrieveOut
 from rated.service.settings import Settings
+from rated.shown import clipped
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -35,6 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["build_mcp_server"]
 
 log = logging.getLogger(__name__)
+
+_SHOWN = 5  # unknown arguments named in an error (then "and N more")
 
 INSTRUCTIONS = (
     "Use find_tools to pick a tool for a task: it ranks the catalog by relevance and by how reliably each "
@@ -129,9 +132,22 @@ def _closed_tool(fn: Callable[..., Any], description: str) -> Tool:
 
     tool = Tool.from_function(fn, description=description)
     model = tool.fn_metadata.arg_model
+    known = [field.alias or name for name, field in model.model_fields.items()]
+
+    def known_arguments_only(data: Any) -> Any:
+        """One short error for every unknown argument: pydantic's own is four lines per argument, each
+        quoting its name whole (300 unknown arguments, or one 3,000-character name, made 43 KB)."""
+        unknown = [key for key in data if key not in known] if isinstance(data, dict) else []
+        if unknown:
+            names = ", ".join(repr(clipped(str(key))) for key in unknown[:_SHOWN])
+            more = f" and {len(unknown) - _SHOWN} more" if len(unknown) > _SHOWN else ""
+            raise ValueError(f"unknown argument(s) {names}{more}; this tool takes {', '.join(known)}")
+        return data
+
     # hide_input_in_errors: a validation error names the argument and the problem, never echoes the value
     config = ConfigDict(extra="forbid", hide_input_in_errors=True)
-    closed = type(model.__name__, (model,), {"model_config": config})
+    check = model_validator(mode="before")(known_arguments_only)
+    closed = type(model.__name__, (model,), {"model_config": config, "check_known_arguments": check})
     tool.fn_metadata.arg_model = closed  # read at each call (the SDK documents this field as live)
     tool.parameters = closed.model_json_schema(by_alias=True)
     return tool

@@ -10,6 +10,7 @@ the SDK's claim of stdin/stdout, stays the SDK's.
 
 from __future__ import annotations
 
+import json
 import logging
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,11 @@ if TYPE_CHECKING:
 __all__ = ["AnsweringReadStream", "error_reply", "run_stdio"]
 
 log = logging.getLogger(__name__)
+
+_STRICTER = (
+    "the line is JSON, but this server's parser refuses lone surrogate escapes (such as \\ud800), "
+    "very deep nesting and numbers out of range"
+)
 
 
 def run_stdio(server: MCPServer) -> None:
@@ -111,11 +117,15 @@ def error_reply(exc: Exception) -> JSONRPCError | None:
     errors = exc.errors() if isinstance(exc, ValidationError) else []
     bad_json = next((e for e in errors if e["type"] == "json_invalid"), None)
     if bad_json is not None:
-        if isinstance(bad_json.get("input"), str) and not bad_json["input"].strip():
+        line = bad_json.get("input")
+        if isinstance(line, str) and not line.strip():
             return None  # an empty line: no message at all, so nobody waits for an answer
         detail = bad_json.get("ctx", {}).get("error", "not JSON")
+        rid = _id_of_line(line)
+        if rid is not None:  # JSON, but not to the SDK's parser, whose message then reads like a typo
+            detail += f"; {_STRICTER}"
         return JSONRPCError(
-            jsonrpc="2.0", id=None, error=ErrorData(code=PARSE_ERROR, message=f"Parse error: {detail}")
+            jsonrpc="2.0", id=rid, error=ErrorData(code=PARSE_ERROR, message=f"Parse error: {detail}")
         )
     message = "Invalid Request: not a JSON-RPC 2.0 request, notification or response"
     if not errors:  # not a validation failure at all (no SDK version sends one): say what it was
@@ -136,8 +146,38 @@ def _request_id(errors: list[Any]) -> int | str | None:
     for error in errors:
         obj = error.get("input")
         if error["type"] == "missing" and len(error["loc"]) == 2 and isinstance(obj, dict):
-            rid = obj.get("id")
-            if "method" in obj and isinstance(rid, (int, str)) and not isinstance(rid, bool):
-                return rid
-            return None
+            return _usable_id(obj)
     return None
+
+
+def _id_of_line(line: object) -> int | str | None:
+    """The id of a request on a line the SDK's parser refused but that is JSON to the standard library:
+    a lone surrogate escape (``"\\ud800"``), nesting deeper than the SDK's limit, or a number beyond its
+    range. Its sender waits for an answer under that id; one under a null id would never end the call."""
+    if not isinstance(line, str):
+        return None
+    try:  # a number over 4,300 digits is no id, and int() refuses it: read it as None
+        obj = json.loads(line, parse_int=lambda digits: int(digits) if len(digits) < 4300 else None)
+    except (ValueError, RecursionError):
+        return None
+    return _usable_id(obj)
+
+
+def _usable_id(obj: object) -> int | str | None:
+    """The id of ``obj`` when it is shaped like a request (has a method) with an int or string id."""
+    if not isinstance(obj, dict):
+        return None
+    rid = obj.get("id")
+    if "method" not in obj or not isinstance(rid, (int, str)) or isinstance(rid, bool):
+        return None
+    if isinstance(rid, str) and not _utf8(rid):
+        return None  # a lone surrogate in the id itself: no reply carrying it could be written
+    return rid
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
