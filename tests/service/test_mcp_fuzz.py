@@ -36,7 +36,7 @@ from rated.service.mcp_stdio import error_reply  # noqa: E402
 IDS = ("mail.a", "mail.b", "weather", "café")
 MAX_MESSAGE = 1000
 FUZZ = settings(
-    max_examples=int(os.environ.get("FUZZ_N", "150")),
+    max_examples=int(os.environ.get("FUZZ_N", "100")),
     deadline=None,
     database=None,
     derandomize=not os.environ.get("FUZZ_N"),  # a fixed run in CI; FUZZ_N=5000 hunts with fresh seeds
