@@ -13,6 +13,8 @@ catalog encoding is measured by ``latency.py``). Stages, per size:
   part is the exact flat index at every size (``auto`` picks HNSW above ``hnsw_threshold``);
 - ``add 1 tool`` / ``remove 1 tool``: ``add_tools`` / ``remove_tools`` of one tool (index, store);
 - ``feedback``: ``Retriever.feedback`` persisted (SQLite WAL);
+- ``replica catch-up``: the first retrieval of a second retriever on the same database after the
+  first one added a tool (it re-reads the catalog and follows the change);
 - ``rss``: resident memory that ``open`` and the first search add (the catalog is built in a forked
   child, so its objects do not count), ``db``: the database's size on disk;
 - ``hnsw build``, ``hnsw search`` and ``hnsw recall@10`` (sizes >= ``--hnsw-from``): the semantic
@@ -63,6 +65,7 @@ STAGES = {
     "add 1 tool": ("ms", "median of 3"),
     "remove 1 tool": ("ms", "median of 3"),
     "feedback": ("ms", "median, persisted"),
+    "replica catch-up": ("ms", "first retrieve of another retriever after an add"),
     "rss": ("MiB", "memory taken by open and the first search"),
     "db": ("MiB", "SQLite file and WAL"),
     "hnsw build": ("s", "the semantic index with an HNSW dense part"),
@@ -150,6 +153,12 @@ def measure(source: str, size: int, calls: int, hnsw: bool, seed: int) -> dict[s
         r.remove_tools([extra.id])
         removes.append(time.perf_counter() - start)
     out["add 1 tool"], out["remove 1 tool"] = 1e3 * float(np.median(adds)), 1e3 * float(np.median(removes))
+    with Retriever.open(db, encoder=encoder) as replica:  # another process's view of the same store
+        replica.retrieve(qs[0], k=5)
+        r.add_tools([r.tool(ids[0]).model_copy(update={"id": "scale-replicated"})])
+        start = time.perf_counter()
+        replica.retrieve(qs[0], k=5)  # catches up with the change first
+        out["replica catch-up"] = 1e3 * (time.perf_counter() - start)
     if hnsw:
         console.print(f"[{size:,} tools] HNSW ...")
         stored = r.store.load_catalog()

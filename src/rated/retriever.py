@@ -99,6 +99,8 @@ class Retriever:
         self._seq = 0
         self._states_stale = False  # memory may hold learning the store never confirmed: reload all
         self._catalog_version = -1
+        self._index: SemanticIndex | None = None
+        self._parsed: dict[str, tuple[bytes, Tool]] = {}  # id -> (digest of its stored record, its Tool)
         self._load_catalog()
         self._load_states()
 
@@ -394,6 +396,8 @@ class Retriever:
             version = setup.put_tools(self._store, new, embeddings, prior)
             index = self._search_index()
             index.add(new, embeddings)
+            # as stored (setup.put_tools writes model_dump_json): a later reload keeps these objects
+            self._parsed.update((t.id, (_digest(t.model_dump_json()), t)) for t in new)
             self._set_pool(
                 index.tools,
                 {**self._prior_by_id, **dict(zip(prior.tool_ids, prior.r_static, strict=True))},
@@ -576,13 +580,32 @@ class Retriever:
 
     def _load_catalog(self) -> None:
         """(Re)load the pool from the store; the index is built from the stored embeddings when first
-        searched (nothing is re-encoded), so ``feedback`` and ``tools`` never pay for fitting it."""
+        searched (nothing is re-encoded), so ``feedback`` and ``tools`` never pay for fitting it.
+
+        After another writer's change, a tool whose stored record is unchanged keeps its ``Tool`` object,
+        and a built index follows removals and appends in place (``SemanticIndex.follow``): a replica of a
+        large catalog does not re-parse and re-index everything because one tool was added."""
         version = self._store.catalog_version()
         stored = self._store.load_catalog()
         where = setup.describe_db(self._store)
-        tools = [setup.parse_record(r, i, where) for i, r in zip(stored.ids, stored.records, strict=True)]
-        self._index: SemanticIndex | None = None
-        self._unindexed: tuple[list[Tool], np.ndarray] | None = (tools, stored.embeddings)
+        known, parsed = self._parsed, {}
+        for tool_id, record in zip(stored.ids, stored.records, strict=True):
+            digest = _digest(record)
+            old = known.get(tool_id)
+            tool = (
+                old[1] if old is not None and old[0] == digest else setup.parse_record(record, tool_id, where)
+            )
+            parsed[tool_id] = (digest, tool)
+        tools = [parsed[i][1] for i in stored.ids]
+        index = self._index
+        if index is not None and (
+            index.config != setup.semantic_config(self._meta.semantic)
+            or not index.follow(tools, stored.embeddings)
+        ):
+            index = None
+        self._parsed = parsed
+        self._index = index
+        self._unindexed = None if index is not None else (tools, stored.embeddings)
         self._set_pool(tools, dict(zip(stored.ids, stored.prior.tolist(), strict=True)))
         self._catalog_version = version
 
@@ -679,6 +702,11 @@ class Retriever:
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
+def _digest(record: str) -> bytes:
+    """A stored record's fingerprint: an unchanged record keeps its parsed ``Tool`` across reloads."""
+    return hashlib.blake2b(record.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 def _other_normal_form(text: str) -> str:
     """``text`` in the other Unicode normal form (NFC <-> NFD): a terminal may type "é" either way, and
     the catalog refuses ids that differ only so, so at most one tool matches."""

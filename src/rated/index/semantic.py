@@ -120,10 +120,7 @@ class SemanticIndex:
 
     def __init__(self, dim: int, config: SemanticConfig | None = None, expected_size: int = 0):
         self.config = config or DEFAULT_SEMANTIC
-        kind = self.config.dense_kind
-        if kind == "auto":
-            kind = "hnsw" if expected_size > self.config.hnsw_threshold else "flat"
-        self._dense = DenseIndex(dim, kind=kind)
+        self._dense = DenseIndex(dim, kind=self._dense_kind(expected_size))
         self._lexical: BM25Index | TfidfIndex | None = None
         if self.config.lexical == "bm25":
             self._lexical = BM25Index(k1=self.config.bm25_k1, b=self.config.bm25_b, stem=self.config.stem)
@@ -176,6 +173,38 @@ class SemanticIndex:
             self._lexical.remove(tool_ids)
         drop = set(tool_ids)
         self._tools = [t for t in self._tools if t.id not in drop]
+
+    def follow(self, tools: Sequence[Tool], embeddings: np.ndarray) -> bool:
+        """Become the index of ``tools`` in place, if that is only removals and appends; else ``False``.
+
+        That is what another writer's ``add_tools`` / ``remove_tools`` make of a stored catalog: the tools
+        this index keeps come first, in its order, as the very same objects with the same embeddings,
+        and new ones follow. Anything else (a tool changed in place, a new order, a pool whose size
+        calls for the other dense kind) is left to a rebuild, so that this index always equals the one
+        ``build`` would make (the same order, so the same ties, as a process that opens the store now).
+        """
+        emb = np.asarray(embeddings, dtype=np.float32)
+        new_ids = {t.id for t in tools}
+        kept = [p for p, t in enumerate(self._tools) if t.id in new_ids]
+        n = len(kept)
+        if (
+            n > len(tools)
+            or emb.shape != (len(tools), self.dim)
+            or any(self._tools[p] is not tools[j] for j, p in enumerate(kept))
+            or self._dense.kind != self._dense_kind(len(tools))
+            or not np.array_equal(self._dense.vectors[kept], emb[:n])
+        ):
+            return False
+        removed = [t.id for t in self._tools if t.id not in new_ids]
+        if removed:
+            self.remove(removed)
+        if n < len(tools):
+            self.add(tools[n:], emb[n:])
+        return True
+
+    def _dense_kind(self, size: int) -> str:
+        kind = self.config.dense_kind
+        return ("hnsw" if size > self.config.hnsw_threshold else "flat") if kind == "auto" else kind
 
     # ------------------------------------------------------------------ scoring
     def _lexical_norm(self, query: str) -> np.ndarray:
