@@ -597,7 +597,7 @@ class Retriever:
             )
             parsed[tool_id] = (digest, tool)
         tools = [parsed[i][1] for i in stored.ids]
-        index = self._index
+        index, self._index = self._index, None  # an index that fails half-way through follow is dropped
         if index is not None and (
             index.config != setup.semantic_config(self._meta.semantic)
             or not index.follow(tools, stored.embeddings)
