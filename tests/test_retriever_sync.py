@@ -3,7 +3,11 @@ appends with its built index in place, and always answers as a process that open
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from rated import Tool
 from rated import retriever_setup as setup
@@ -43,6 +47,22 @@ def pair(tmp_path):
 def fresh_answers(db) -> list[list[tuple[str, float]]]:
     with Retriever.open(db) as r:
         return answers(r)
+
+
+def clock() -> float:
+    return 1000.0
+
+
+def view(r: Retriever) -> tuple:
+    """Everything a caller sees, to the last bit: hits (the tool and every number) per query, and the
+    tools listing (prior, health, components)."""
+    hits = [[(h.tool, h.to_dict()) for h in r.retrieve(q, k=6)] for q in QUERIES]
+    return hits, r.tools(stats=False)
+
+
+def fresh_view(db) -> tuple:
+    with Retriever.open(db, clock=clock) as r:
+        return view(r)
 
 
 def test_an_added_tool_is_followed_in_place_and_only_its_record_is_parsed(pair, monkeypatch):
@@ -98,3 +118,111 @@ def test_the_writer_itself_keeps_its_index_after_another_writers_change(pair):
     writer.add_tools([Tool(id="mine", name="translator", description="translate text to French")])
     replica.add_tools([Tool(id="theirs", name="mailer", description="send email message now")])
     assert answers(writer) == fresh_answers(db) and writer.index is index
+
+
+# ---- learned state: a reload leaves nothing the store no longer holds ------------------------------------
+def test_removing_the_tool_that_taught_the_context_leaves_no_trace(tmp_path):
+    """RATED learns the context's dimension from a query's feedback; once the only state that carries
+    it is gone (its tool removed), a process opening the store scores without it, and so must the writer
+    that removed the tool and a replica that had loaded the state."""
+    db = tmp_path / "ctx.db"
+    Retriever.from_catalog(catalog(10), db=db, encoder=HashEncoder(64)).close()
+    writer, replica = Retriever.open(db, clock=clock), Retriever.open(db, clock=clock)
+    writer.feedback("t0", "tool_error", query=QUERIES[0])  # state for t0 (with context) and provider p0
+    assert view(replica) == fresh_view(db)  # the replica has loaded it
+    writer.remove_tools(["t0"])  # provider p0's state stays, without a context
+    assert view(writer) == fresh_view(db)
+    assert view(replica) == fresh_view(db)
+    writer.close(), replica.close()
+
+
+def test_a_rebuild_leaves_no_learned_memory_in_a_replica(tmp_path):
+    db = tmp_path / "rebuilt.db"
+    params = {"prior_weight": 0.8}  # a fresh tool's score then depends on the context mode
+    Retriever.from_catalog(catalog(10), db=db, encoder=HashEncoder(64), policy_params=params).close()
+    writer, replica = Retriever.open(db, clock=clock), Retriever.open(db, clock=clock)
+    writer.feedback("t0", "success", query=QUERIES[0])
+    replica.retrieve(QUERIES[0])
+    Retriever.from_catalog(
+        catalog(10), db=db, encoder=HashEncoder(64), overwrite=True, policy_params=params
+    ).close()  # `rated index --force`: every learned state is dropped
+    assert view(replica) == fresh_view(db) and view(writer) == fresh_view(db)
+    writer.close(), replica.close()
+
+
+# ---- random sequences of changes by two writers --------------------------------------------------------
+TOPICS = ["send email message", "weather forecast city", "calendar event create", "translate text language"]
+POOL = [
+    Tool(
+        id=f"t{i}",
+        name=f"tool_{i % 11}",
+        description=f"{TOPICS[i % 4]} {TOPICS[(i * 7) % 4].split()[i % 3]} variant {i % 5}",
+        provider=f"p{i % 3}",
+    )
+    for i in range(18)
+] + [  # a twin: the same text under another id, so scores tie and order alone decides
+    Tool(id="twin", name="tool_1", description=f"{TOPICS[1]} {TOPICS[3].split()[1]} variant 1", provider="p1")
+]
+SEMANTIC = [None, {"dense_weight": 0.7, "lexical": "bm25", "lexical_norm": "max"}]
+FUZZ = settings(
+    max_examples=int(os.environ.get("FUZZ_N", "20")),
+    deadline=None,
+    database=None,
+    derandomize=not os.environ.get("FUZZ_N"),  # a fixed run in CI; FUZZ_N=500 hunts with fresh seeds
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+WHO, PICKS = st.integers(0, 1), st.lists(st.integers(0, len(POOL) - 1), min_size=1, max_size=4)
+STEP = st.one_of(
+    st.tuples(st.just("add"), WHO, PICKS),
+    st.tuples(st.just("remove"), WHO, PICKS),
+    st.tuples(st.just("feedback"), WHO, st.integers(0, len(POOL) - 1), st.booleans()),
+    st.tuples(
+        st.just("rebuild"), st.permutations(range(len(POOL))), st.integers(1, len(POOL)), st.integers(0, 1)
+    ),
+)
+LOOK = st.sampled_from([(), (0,), (1,), (0, 1)])  # who answers after the step: () lets changes pile up
+
+
+def _apply(step: tuple, rs: list[Retriever], db) -> None:
+    if step[0] == "rebuild":  # `rated index --force`: other tools, another order, other semantic settings
+        _, order, n, semantic = step
+        tools = [POOL[i] for i in order[:n]]
+        Retriever.from_catalog(
+            tools, db=db, encoder=HashEncoder(64), overwrite=True, semantic=SEMANTIC[semantic]
+        ).close()
+        return
+    r = rs[step[1]]
+    present = {t.tool.id for t in r.tools(stats=False)}  # r catches up first
+    if step[0] == "add":
+        new = [POOL[i] for i in dict.fromkeys(step[2]) if POOL[i].id not in present]
+        if new:
+            r.add_tools(new)
+    elif step[0] == "remove":
+        gone = [POOL[i].id for i in dict.fromkeys(step[2]) if POOL[i].id in present]
+        if gone and len(gone) < len(present):
+            r.remove_tools(gone)
+    elif POOL[step[2]].id in present:
+        query = QUERIES[step[2] % len(QUERIES)] if step[3] else None
+        r.feedback(POOL[step[2]].id, "tool_error" if step[2] % 2 else "success", query=query)
+
+
+@FUZZ
+@given(st.lists(st.tuples(STEP, LOOK), min_size=1, max_size=6))
+def test_two_writers_always_answer_as_a_process_opening_the_store_now(tmp_path_factory, steps):
+    """Whatever two retrievers on one database do (adds, removals, feedback with and without a query,
+    rebuilds), and whenever either answers, it answers as ``Retriever.open`` would at that moment:
+    the same hits in the same order with the same numbers to the last bit, and the same tools listing."""
+    db = tmp_path_factory.mktemp("sync") / "fuzz.db"
+    Retriever.from_catalog(POOL[:10], db=db, encoder=HashEncoder(64)).close()
+    rs = [Retriever.open(db, clock=clock), Retriever.open(db, clock=clock)]
+    try:
+        for r in rs:
+            r.retrieve(QUERIES[0])  # built: later changes are followed in place, not built afresh
+        for step, look in steps:
+            _apply(step, rs, db)
+            for who in look:
+                assert view(rs[who]) == fresh_view(db), (step, who)
+        assert view(rs[0]) == fresh_view(db) and view(rs[1]) == fresh_view(db)
+    finally:
+        for r in rs:
+            r.close()

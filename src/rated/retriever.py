@@ -423,6 +423,8 @@ class Retriever:
             index.remove(ids)
             for tool_id in ids:
                 self._policy.set_state(tool_id, None)
+            self._states_stale = True  # reload the remaining states into a fresh copy at the next refresh:
+            # what the policy learned from these tools beyond their states goes with them (_load_states)
             self._set_pool(index.tools, self._prior_by_id)
             self._own_catalog_change(version)
 
@@ -628,17 +630,19 @@ class Retriever:
         self._providers = [t.provider_key for t in self._tools]
 
     def _load_states(self) -> None:
-        """Forget in-memory learning and apply every stored state (the store is the source of truth)."""
-        self._states_stale = True  # until done: a store failure half-way leaves a forgetful policy
-        if hasattr(self._policy, "all_state_keys"):
-            for key in list(self._policy.all_state_keys()):
-                self._policy.set_state(key, None)
-        else:
-            self._policy = self._policy.clone()
-        self._version = self._store.version()
-        states, self._seq = self._store.states_since(0)
+        """Apply every stored state to an untrained copy of the policy (the store is the source of truth).
+
+        A copy, not the old policy with its states unset: a policy may remember more than its states
+        (RATED its context dimension, learned from a query's feedback), and that must not outlive the
+        states it came from (their tools removed, the index rebuilt), or this process would score
+        otherwise than one that opens the store now."""
+        self._states_stale = True  # until done: a store failure half-way is retried at the next refresh
+        policy = self._policy.clone()
+        version = self._store.version()
+        states, seq = self._store.states_since(0)
         for key, blob in states.items():
-            self._policy.set_state(key, decode_state(blob))
+            policy.set_state(key, decode_state(blob))
+        self._policy, self._version, self._seq = policy, version, seq
         self._states_stale = False
 
     def _undo_local(self, keys: Sequence[str]) -> None:
