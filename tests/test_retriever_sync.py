@@ -120,6 +120,19 @@ def test_the_writer_itself_keeps_its_index_after_another_writers_change(pair):
     assert answers(writer) == fresh_answers(db) and writer.index is index
 
 
+def test_an_hnsw_replica_rebuilds_for_appends_and_follows_removals(tmp_path):
+    db = tmp_path / "hnsw.db"
+    Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(64), semantic={"dense_kind": "hnsw"}).close()
+    writer, replica = Retriever.open(db), Retriever.open(db)
+    index = replica.index
+    writer.add_tools([Tool(id="new", name="email_sender", description="send an email message fast")])
+    assert answers(replica) == fresh_answers(db) and replica.index is not index  # a graph is built afresh
+    index = replica.index
+    writer.remove_tools(["t3"])
+    assert answers(replica) == fresh_answers(db) and replica.index is index
+    writer.close(), replica.close()
+
+
 # ---- learned state: a reload leaves nothing the store no longer holds ------------------------------------
 def test_removing_the_tool_that_taught_the_context_leaves_no_trace(tmp_path):
     """RATED learns the context's dimension from a query's feedback; once the only state that carries

@@ -180,8 +180,11 @@ class SemanticIndex:
         That is what another writer's ``add_tools`` / ``remove_tools`` make of a stored catalog: the tools
         this index keeps come first, in its order, as the very same objects with the same embeddings,
         and new ones follow. Anything else (a tool changed in place, a new order, a pool whose size
-        calls for the other dense kind) is left to a rebuild, so that this index always equals the one
-        ``build`` would make (the same order, so the same ties, as a process that opens the store now).
+        calls for the other dense kind, appends to an HNSW graph) is left to a rebuild, so that this index
+        always equals the one ``build`` would make (the same order, so the same ties, as a process that
+        opens the store now). An HNSW graph grown by appends is not the graph ``build`` makes (faiss
+        inserts a batch level by level), so its approximate search can return other candidates; a removal
+        rebuilds the graph from the kept vectors in one batch, as ``build`` does.
         """
         emb = np.asarray(embeddings, dtype=np.float32)
         new_ids = {t.id for t in tools}
@@ -192,6 +195,7 @@ class SemanticIndex:
             or emb.shape != (len(tools), self.dim)
             or any(self._tools[p] is not tools[j] for j, p in enumerate(kept))
             or self._dense.kind != self._dense_kind(len(tools))
+            or (self._dense.kind == "hnsw" and n < len(tools))
             or not np.array_equal(self._dense.vectors[kept], emb[:n])
         ):
             return False
