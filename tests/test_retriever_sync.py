@@ -68,12 +68,12 @@ def fresh_view(db) -> tuple:
 def test_an_added_tool_is_followed_in_place_and_only_its_record_is_parsed(pair, monkeypatch):
     db, writer, replica = pair
     index = replica.index
-    parsed = []
+    writer.add_tools([Tool(id="new", name="email_sender", description="send an email message fast")])
+    parsed = []  # by the replica, from now on
     real = setup.parse_record
     monkeypatch.setattr(
         setup, "parse_record", lambda rec, tid, where="store": parsed.append(tid) or real(rec, tid, where)
     )
-    writer.add_tools([Tool(id="new", name="email_sender", description="send an email message fast")])
     got = answers(replica)
     assert replica.index is index and parsed == ["new"]
     assert "new" in {h.id for h in replica.retrieve("send an email message fast", k=3)}
@@ -131,6 +131,27 @@ def test_an_hnsw_replica_rebuilds_for_appends_and_follows_removals(tmp_path):
     writer.remove_tools(["t3"])
     assert answers(replica) == fresh_answers(db) and replica.index is index
     writer.close(), replica.close()
+
+
+def test_a_writer_serves_the_tools_it_added_as_stored_not_as_given(pair):
+    """A caller's Tool may hold what its stored record does not (a tuple in its parameters, NaN, which
+    JSON makes a list and null): the writer serves the stored form, as a fresh open does, also after it
+    followed another writer's change (it keeps its parsed tools then)."""
+    db, writer, replica = pair
+    writer.retrieve(QUERIES[0])
+    given = Tool(
+        id="odd",
+        name="mailer",
+        description="send an email",
+        parameters={"required": ("to",), "n": float("nan")},
+    )
+    writer.add_tools([given])
+    with Retriever.open(db) as fresh:
+        assert writer.tool("odd") == fresh.tool("odd") != given
+    replica.add_tools([Tool(id="other", name="forecast", description="weather forecast tomorrow")])
+    with Retriever.open(db) as fresh:
+        assert writer.tool("odd") == fresh.tool("odd")
+    assert answers(writer) == fresh_answers(db)
 
 
 # ---- learned state: a reload leaves nothing the store no longer holds ------------------------------------

@@ -385,6 +385,10 @@ class Retriever:
         from rated.catalog.prior import PriorStats, score_new
 
         new = setup.as_tools(tools)
+        # served as stored (put_tools writes model_dump_json), as a process that opens the store parses them:
+        # a caller's Tool may hold what JSON does not (a tuple, NaN); a later reload keeps these objects
+        records = [t.model_dump_json() for t in new]
+        new = [setup.parse_record(r, t.id, "the tools to add") for r, t in zip(records, new, strict=True)]
         with self._lock:
             self._refresh()
             clash = [t.id for t in new if t.id in self._by_id]
@@ -396,8 +400,7 @@ class Retriever:
             version = setup.put_tools(self._store, new, embeddings, prior)
             index = self._search_index()
             index.add(new, embeddings)
-            # as stored (setup.put_tools writes model_dump_json): a later reload keeps these objects
-            self._parsed.update((t.id, (_digest(t.model_dump_json()), t)) for t in new)
+            self._parsed.update((t.id, (_digest(r), t)) for r, t in zip(records, new, strict=True))
             self._set_pool(
                 index.tools,
                 {**self._prior_by_id, **dict(zip(prior.tool_ids, prior.r_static, strict=True))},
@@ -423,6 +426,7 @@ class Retriever:
             index.remove(ids)
             for tool_id in ids:
                 self._policy.set_state(tool_id, None)
+                self._parsed.pop(tool_id, None)
             self._states_stale = True  # reload the remaining states into a fresh copy at the next refresh:
             # what the policy learned from these tools beyond their states goes with them (_load_states)
             self._set_pool(index.tools, self._prior_by_id)
