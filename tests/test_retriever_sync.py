@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from rated import Tool
 from rated import retriever_setup as setup
 from rated.encode.testing import HashEncoder
+from rated.index.semantic import SemanticIndex
 from rated.retriever import Retriever
 
 QUERIES = ["send an email message", "weather forecast for Oslo", "create a calendar event", "translate text"]
@@ -152,6 +153,24 @@ def test_a_writer_serves_the_tools_it_added_as_stored_not_as_given(pair):
     with Retriever.open(db) as fresh:
         assert writer.tool("odd") == fresh.tool("odd")
     assert answers(writer) == fresh_answers(db)
+
+
+def test_an_index_that_fails_half_way_through_following_is_never_served(pair, monkeypatch):
+    db, writer, replica = pair
+    writer.remove_tools(["t1"])
+    writer.add_tools([Tool(id="late", name="forecast", description="weather forecast tomorrow")])
+
+    def fail(*args, **kwargs):
+        raise MemoryError("out of memory while appending")
+
+    monkeypatch.setattr(SemanticIndex, "add", fail)  # the removal is done, then the append fails
+    with pytest.raises(MemoryError):
+        replica.retrieve(QUERIES[0])
+    with pytest.raises(MemoryError):
+        replica.index  # noqa: B018 - not the half-updated index, nor an internal error
+    monkeypatch.undo()
+    assert [t.id for t in replica.index.tools] == [t.tool.id for t in writer.tools(stats=False)]
+    assert answers(replica) == fresh_answers(db)
 
 
 # ---- learned state: a reload leaves nothing the store no longer holds ------------------------------------

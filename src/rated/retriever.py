@@ -523,8 +523,10 @@ class Retriever:
 
     @property
     def index(self) -> SemanticIndex:
-        """The in-memory ``SemanticIndex`` (positions refer to ``[t.tool for t in tools()]`` order)."""
+        """The in-memory ``SemanticIndex`` (positions refer to ``[t.tool for t in tools()]`` order), of the
+        catalog stored now: a reload that failed half-way (its index dropped) is tried again first."""
         with self._lock:
+            self._refresh()
             return self._search_index()
 
     @property
