@@ -173,6 +173,28 @@ def test_an_index_that_fails_half_way_through_following_is_never_served(pair, mo
     assert answers(replica) == fresh_answers(db)
 
 
+def test_a_rebuild_landing_between_reading_the_settings_and_the_catalog_is_caught(pair, monkeypatch):
+    """The settings and the catalog are two reads: a rebuild between them must not leave a replica
+    serving the new tools under the old settings (it reloads them both again)."""
+    db, _, replica = pair
+    Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(64), overwrite=True).close()  # reload due
+    read = replica.store.get_meta
+
+    def then_rebuild():
+        meta = read()
+        monkeypatch.setattr(replica.store, "get_meta", read)
+        Retriever.from_catalog(  # another writer's `rated index --force`, right after the read
+            catalog(9), db=db, encoder=HashEncoder(64), overwrite=True, semantic={"dense_weight": 1.0}
+        ).close()
+        return meta
+
+    monkeypatch.setattr(replica.store, "get_meta", then_rebuild)
+    assert answers(replica) == fresh_answers(db)  # the first answer too: the refresh reloads again
+    assert replica.index.config.dense_weight == 1.0 and len(replica) == 9
+    monkeypatch.setattr(replica.store, "load_catalog", lambda: 1 / 0)  # caught up: no reload after that
+    assert answers(replica) == fresh_answers(db)
+
+
 # ---- learned state: a reload leaves nothing the store no longer holds ------------------------------------
 def test_removing_the_tool_that_taught_the_context_leaves_no_trace(tmp_path):
     """RATED learns the context's dimension from a query's feedback; once the only state that carries

@@ -63,6 +63,7 @@ DEFAULT_POLICY = "rated"
 _STORE_OPTIONS = ("durability", "busy_timeout", "namespace", "max_outcomes")
 _BANDIT_NAMES = ("bandit", "mab", "health")  # what policies call their feedback-learned component
 _NO_LIMIT = 2**62  # an outcomes() limit above this is no limit
+_RELOAD_TRIES = 3  # catalog reloads in one refresh while rebuilds keep landing mid-way (then: next refresh)
 
 
 class Retriever:
@@ -615,7 +616,11 @@ class Retriever:
         self._index = index
         self._unindexed = None if index is not None else (tools, stored.embeddings)
         self._set_pool(tools, dict(zip(stored.ids, stored.prior.tolist(), strict=True)))
-        self._catalog_version = version
+        # the settings were read before (by open or _adopt_meta): if a rebuild landed in between, this
+        # catalog may be the new one under the old settings, so the next refresh reloads both
+        # (-1: unknown, reloaded at the next refresh)
+        raw = self._store.get_meta()
+        self._catalog_version = version if raw and IndexMeta.from_dict(raw, where) == self._meta else -1
 
     def _search_index(self) -> SemanticIndex:
         """The semantic index of the current pool, built on first use (call with the lock held)."""
@@ -669,11 +674,14 @@ class Retriever:
     def _refresh(self) -> None:
         """Pick up what other retrievers (threads, processes, replicas) wrote since we last looked."""
         version = self._store.version()
-        if version == self._version and not self._states_stale:
+        if version == self._version and not self._states_stale and self._catalog_version != -1:
             return
         if self._store.catalog_version() != self._catalog_version:
-            self._adopt_meta()
-            self._load_catalog()
+            for _ in range(_RELOAD_TRIES):  # again while rebuilds land between reading settings and catalog
+                self._adopt_meta()
+                self._load_catalog()
+                if self._catalog_version != -1:
+                    break
             self._load_states()
             return
         if self._states_stale:
