@@ -4,6 +4,11 @@ The weights are scikit-learn's ``TfidfVectorizer`` (``smooth_idf``, optional sub
 rows), computed here from a term-count matrix that is kept and updated in place: adding a tool counts
 its own terms only and removing one drops its row, so a change costs a few sparse-matrix passes instead
 of re-reading every text. The IDF of every term still changes with the pool, as it must.
+
+After any changes the index is the one a fresh fit on the remaining texts makes, to the last bit: a row's
+L2 norm is summed in column order, and columns are numbered as a fit meets the terms (text by text, each
+text's terms in the order they first occur in it), so a removal renumbers them as a fit on what remains
+would (each entry keeps that order, ``_first``), and forgets terms no remaining text has.
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ class TfidfIndex(RefitTextIndex):
         self.stem = bool(stem)
         self.ngram_max = int(ngram_max)
         self.sublinear_tf = bool(sublinear_tf)
-        self._vocabulary: dict[str, int] = {}  # every term seen; a term of removed tools only has df 0
+        self._vocabulary: dict[str, int] = {}  # the terms of the tools in the pool, numbered as a fit would
         self._counts = sp.csr_matrix((0, 0), dtype=np.float64)  # tools x terms
+        self._first = sp.csr_matrix((0, 0), dtype=np.int32)  # as _counts: where a text first has the term
         self._df = np.zeros(0, dtype=np.int64)
         self._idf = np.zeros(0)
         self._matrix: sp.csr_matrix | None = None  # terms x tools: a query row times it needs no transpose
@@ -51,15 +57,16 @@ class TfidfIndex(RefitTextIndex):
         return grams
 
     # ---- the model -----------------------------------------------------------------------------------
-    def _count_rows(self, documents: Iterable[list[str]], grow: bool) -> sp.csr_matrix:
-        """Term counts of ``documents`` (rows); with ``grow``, unseen terms get new columns, else they
-        are dropped (a query's words that no tool has). Terms are summed in scikit-learn's order (a tool's
-        by column, a query's alphabetically): the same float sums, so the same scores to the last bit."""
+    def _count_rows(self, documents: Iterable[list[str]], grow: bool) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+        """Term counts of ``documents`` (rows), and where each term first occurs in its document; with
+        ``grow``, unseen terms get new columns, else they are dropped (a query's words that no tool has).
+        Terms are summed in scikit-learn's order (a tool's by column, a query's alphabetically): the same
+        float sums, so the same scores to the last bit."""
         vocab = self._vocabulary
-        indptr, indices, data = [0], [], []
+        indptr, indices, data, first = [0], [], [], []
         for terms in documents:
             counts = Counter(terms)
-            for term, n in counts.items() if grow else sorted(counts.items()):
+            for at, (term, n) in enumerate(counts.items() if grow else sorted(counts.items())):
                 col = vocab.get(term)
                 if col is None:
                     if not grow:
@@ -67,34 +74,54 @@ class TfidfIndex(RefitTextIndex):
                     col = vocab[term] = len(vocab)
                 indices.append(col)
                 data.append(n)
+                first.append(at + 1)  # from 1: no explicit zero for scipy to drop
             indptr.append(len(indices))
         shape = (len(indptr) - 1, len(vocab))
-        rows = sp.csr_matrix((np.array(data, np.float64), np.array(indices, np.int64), indptr), shape=shape)
+        cols = np.array(indices, np.int64)
+        rows = sp.csr_matrix((np.array(data, np.float64), cols, indptr), shape=shape)
+        where = sp.csr_matrix((np.array(first, np.int32), cols.copy(), indptr), shape=shape)
         if grow:  # a tool's terms in column order (first seen first), as scikit-learn stores them
             rows.sort_indices()
-        return rows
+            where.sort_indices()  # the same permutation: a row's columns are distinct
+        return rows, where
 
     def _added(self, tokens: list[list[str]]) -> None:
-        rows = self._count_rows(tokens, grow=True)
-        old = self._counts
-        old.resize((old.shape[0], len(self._vocabulary)))  # new terms: columns of zeros for the old rows
+        rows, where = self._count_rows(tokens, grow=True)
+        width = len(self._vocabulary)
+        old, old_first = self._counts, self._first
+        old.resize((old.shape[0], width))  # new terms: columns of zeros for the old rows
+        old_first.resize((old_first.shape[0], width))
         self._counts = sp.vstack([old, rows], format="csr")
+        self._first = sp.vstack([old_first, where], format="csr")
         self._weigh()
 
     def _removed(self, keep: np.ndarray) -> None:
-        self._counts = self._counts[keep]
+        self._counts, self._first = self._counts[keep], self._first[keep]
+        self._renumber()
         self._weigh()
-        if np.count_nonzero(self._df == 0) > len(self._vocabulary) // 2:
-            self._compact()
 
-    def _compact(self) -> None:
-        """Forget the terms no remaining tool has (after many removals), renumbering the others."""
-        live = np.flatnonzero(self._df > 0)
-        renumber = np.full(len(self._df), -1, dtype=np.int64)
-        renumber[live] = np.arange(len(live))
+    def _renumber(self) -> None:
+        """Number the terms as a fit on the remaining texts would, forgetting those no text has: by the
+        first text that has a term, then where the term first occurs in that text."""
+        first, width = self._first, len(self._vocabulary)
+        span = int(first.data.max(initial=0)) + 1
+        texts = np.repeat(np.arange(first.shape[0], dtype=np.int64), np.diff(first.indptr))
+        never = np.iinfo(np.int64).max
+        seen = np.full(width, never, dtype=np.int64)
+        np.minimum.at(seen, first.indices, texts * span + first.data)  # per term: where a fit meets it
+        live = np.flatnonzero(seen < never)
+        order = live[np.argsort(seen[live], kind="stable")]  # old columns, in their new order
+        if len(order) == width and np.array_equal(order, np.arange(width)):
+            return
+        renumber = np.full(width, -1, dtype=np.int64)
+        renumber[order] = np.arange(len(order))
         self._vocabulary = {t: int(renumber[c]) for t, c in self._vocabulary.items() if renumber[c] >= 0}
-        self._counts = self._counts[:, live].tocsr()
-        self._weigh()
+        shape = (self._counts.shape[0], len(order))
+        counts, first = self._counts, self._first
+        self._counts = sp.csr_matrix((counts.data, renumber[counts.indices], counts.indptr), shape=shape)
+        self._first = sp.csr_matrix((first.data, renumber[first.indices], first.indptr), shape=shape)
+        self._counts.sort_indices()
+        self._first.sort_indices()
 
     def _weigh(self) -> None:
         """TF-IDF rows from the counts, exactly as ``TfidfTransformer(smooth_idf=True)`` weighs them."""
@@ -146,5 +173,5 @@ class TfidfIndex(RefitTextIndex):
         """``scores`` of each query, as one ``(len(queries), len(ids))`` float32 array."""
         if self._matrix is None:
             return np.zeros((len(queries), len(self._ids)), dtype=np.float32)
-        q = self._weights(self._count_rows((self.tokens(t) for t in queries), grow=False))
+        q = self._weights(self._count_rows((self.tokens(t) for t in queries), grow=False)[0])
         return np.asarray((q @ self._matrix).toarray(), dtype=np.float32)
