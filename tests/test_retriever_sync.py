@@ -134,6 +134,19 @@ def test_an_hnsw_replica_rebuilds_for_appends_and_follows_removals(tmp_path):
     writer.close(), replica.close()
 
 
+def test_a_replica_crossing_the_hnsw_threshold_takes_the_kind_a_fresh_open_takes(tmp_path):
+    db = tmp_path / "auto.db"
+    semantic = {"hnsw_threshold": 12, "candidates": 1}  # auto: flat up to 12 tools, a graph above
+    Retriever.from_catalog(catalog(12), db=db, encoder=HashEncoder(64), semantic=semantic).close()
+    writer, replica = Retriever.open(db), Retriever.open(db)
+    assert replica.index._dense.kind == "flat"
+    writer.add_tools([Tool(id="new", name="email_sender", description="send an email message fast")])
+    assert answers(replica) == fresh_answers(db) and replica.index._dense.kind == "hnsw"
+    writer.remove_tools(["t3"])
+    assert answers(replica) == fresh_answers(db) and replica.index._dense.kind == "flat"
+    writer.close(), replica.close()
+
+
 def test_a_writer_serves_the_tools_it_added_as_stored_not_as_given(pair):
     """A caller's Tool may hold what its stored record does not (a tuple in its parameters, NaN, which
     JSON makes a list and null): the writer serves the stored form, as a fresh open does, also after it
@@ -236,8 +249,13 @@ POOL = [
     )
     for i in range(18)
 ] + [  # a twin: the same text under another id, so scores tie and order alone decides
-    Tool(id="twin", name="tool_1", description=f"{TOPICS[1]} {TOPICS[3].split()[1]} variant 1", provider="p1")
+    Tool(
+        id="twin", name="tool_1", description=f"{TOPICS[1]} {TOPICS[3].split()[1]} variant 1", provider="p1"
+    ),
+    # what its stored record does not keep as given (a tuple becomes a list)
+    Tool(id="odd", name="mailer", description="send email message", parameters={"required": ("to",)}),
 ]
+POLICY_PARAMS = [{}, {"prior_weight": 0.8}]  # with 0.8 a stateless tool's score depends on the context mode
 SEMANTIC = [None, {"dense_weight": 0.7, "lexical": "bm25", "lexical_norm": "max"}]
 FUZZ = settings(
     max_examples=int(os.environ.get("FUZZ_N", "20")),
@@ -258,12 +276,17 @@ STEP = st.one_of(
 LOOK = st.sampled_from([(), (0,), (1,), (0, 1)])  # who answers after the step: () lets changes pile up
 
 
-def _apply(step: tuple, rs: list[Retriever], db) -> None:
+def _apply(step: tuple, rs: list[Retriever], db, params: dict) -> None:
     if step[0] == "rebuild":  # `rated index --force`: other tools, another order, other semantic settings
         _, order, n, semantic = step
         tools = [POOL[i] for i in order[:n]]
         Retriever.from_catalog(
-            tools, db=db, encoder=HashEncoder(64), overwrite=True, semantic=SEMANTIC[semantic]
+            tools,
+            db=db,
+            encoder=HashEncoder(64),
+            overwrite=True,
+            semantic=SEMANTIC[semantic],
+            policy_params=params,
         ).close()
         return
     r = rs[step[1]]
@@ -282,19 +305,19 @@ def _apply(step: tuple, rs: list[Retriever], db) -> None:
 
 
 @FUZZ
-@given(st.lists(st.tuples(STEP, LOOK), min_size=1, max_size=6))
-def test_two_writers_always_answer_as_a_process_opening_the_store_now(tmp_path_factory, steps):
+@given(st.lists(st.tuples(STEP, LOOK), min_size=1, max_size=6), st.sampled_from(POLICY_PARAMS))
+def test_two_writers_always_answer_as_a_process_opening_the_store_now(tmp_path_factory, steps, params):
     """Whatever two retrievers on one database do (adds, removals, feedback with and without a query,
     rebuilds), and whenever either answers, it answers as ``Retriever.open`` would at that moment:
     the same hits in the same order with the same numbers to the last bit, and the same tools listing."""
     db = tmp_path_factory.mktemp("sync") / "fuzz.db"
-    Retriever.from_catalog(POOL[:10], db=db, encoder=HashEncoder(64)).close()
+    Retriever.from_catalog(POOL[:10], db=db, encoder=HashEncoder(64), policy_params=params).close()
     rs = [Retriever.open(db, clock=clock), Retriever.open(db, clock=clock)]
     try:
         for r in rs:
             r.retrieve(QUERIES[0])  # built: later changes are followed in place, not built afresh
         for step, look in steps:
-            _apply(step, rs, db)
+            _apply(step, rs, db, params)
             for who in look:
                 assert view(rs[who]) == fresh_view(db), (step, who)
         assert view(rs[0]) == fresh_view(db) and view(rs[1]) == fresh_view(db)
