@@ -186,6 +186,31 @@ def test_an_index_that_fails_half_way_through_following_is_never_served(pair, mo
     assert answers(replica) == fresh_answers(db)
 
 
+@pytest.mark.parametrize("change", ["add", "remove"])
+def test_a_writer_whose_own_change_fails_half_way_in_its_index_answers_as_a_fresh_open_next(
+    pair, monkeypatch, change
+):
+    """The store took the change, then updating the index failed half-way (dense part done, lexical
+    part not): the next call must not trip over that index (it is rebuilt from the store)."""
+    from rated.index.tfidf import TfidfIndex
+
+    db, writer, _ = pair
+    writer.retrieve(QUERIES[0])
+
+    def fail(*args, **kwargs):
+        raise MemoryError("out of memory in the lexical index")
+
+    monkeypatch.setattr(TfidfIndex, "_added" if change == "add" else "_removed", fail)
+    with pytest.raises(MemoryError):
+        if change == "add":
+            writer.add_tools([Tool(id="new", name="email_sender", description="send an email message fast")])
+        else:
+            writer.remove_tools(["t2"])
+    monkeypatch.undo()
+    assert answers(writer) == fresh_answers(db)
+    assert [t.id for t in writer.index.tools] == [t.tool.id for t in writer.tools(stats=False)]
+
+
 def test_a_rebuild_landing_between_reading_the_settings_and_the_catalog_is_caught(pair, monkeypatch):
     """The settings and the catalog are two reads: a rebuild between them must not leave a replica
     serving the new tools under the old settings (it reloads them both again)."""

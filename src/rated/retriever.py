@@ -400,7 +400,7 @@ class Retriever:
             prior = score_new(new, self._encoder, PriorStats.from_dict(self._meta.prior_stats))
             version = setup.put_tools(self._store, new, embeddings, prior)
             index = self._search_index()
-            index.add(new, embeddings)
+            self._change_index(index.add, new, embeddings)
             self._parsed.update((t.id, (_digest(r), t)) for r, t in zip(records, new, strict=True))
             self._set_pool(
                 index.tools,
@@ -424,7 +424,7 @@ class Retriever:
                 raise ConfigError("cannot remove every tool: an index needs at least one")
             index = self._search_index()
             version = self._store.delete_tools(ids, keep_one=True)  # re-checked inside the change
-            index.remove(ids)
+            self._change_index(index.remove, ids)
             for tool_id in ids:
                 self._policy.set_state(tool_id, None)
                 self._parsed.pop(tool_id, None)
@@ -630,6 +630,15 @@ class Retriever:
             self._index = SemanticIndex.build(tools, embeddings, setup.semantic_config(self._meta.semantic))
             self._unindexed = None
         return self._index
+
+    def _change_index(self, change: Callable[..., None], *args: Any) -> None:
+        """Apply this retriever's own change, already stored, to its index; an index that fails half-way
+        is dropped, and the next refresh (the catalog version is not recorded as ours) rebuilds it."""
+        try:
+            change(*args)
+        except BaseException:
+            self._index = None
+            raise
 
     def _set_pool(self, tools: Sequence[Tool], prior_by_id: Mapping[str, float]) -> None:
         self._tools = list(tools)
