@@ -617,8 +617,7 @@ class Retriever:
         self._unindexed = None if index is not None else (tools, stored.embeddings)
         self._set_pool(tools, dict(zip(stored.ids, stored.prior.tolist(), strict=True)))
         # the settings were read before (by open or _adopt_meta): if a rebuild landed in between, this
-        # catalog may be the new one under the old settings, so the next refresh reloads both
-        # (-1: unknown, reloaded at the next refresh)
+        # catalog may be the new one under the old settings; -1 (unknown) makes the refresh reload both
         raw = self._store.get_meta()
         self._catalog_version = version if raw and IndexMeta.from_dict(raw, where) == self._meta else -1
 
