@@ -3,6 +3,8 @@ remaining texts would, and never tokenize a text twice."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from rated.index.lexical import BM25Index
@@ -24,6 +26,26 @@ def _texts(n: int, seed: int) -> list[str]:
         words = rng.choice(WORDS, size=int(rng.integers(3, 12))).tolist()
         out.append(" ".join(words) + f" {_rare(i)} getTool{i % 7}Data")
     return out
+
+
+def replay(idx: TfidfIndex, steps, pool: list[str]) -> dict[str, str]:
+    """Apply ``(add?, picks)`` steps (tool ``tN`` has text ``pool[N]``; a removal keeps one tool at least);
+    the tools that remain, with their texts, in the index's order."""
+    live: dict[str, str] = {}
+    for add, picks in steps:
+        ids = list(dict.fromkeys(f"t{p}" for p in picks))
+        if add:
+            new = [i for i in ids if i not in live]
+            if new:
+                idx.add(new, [pool[int(i[1:])] for i in new])
+                live.update((i, pool[int(i[1:])]) for i in new)
+        else:
+            gone = [i for i in ids if i in live]
+            if gone and len(gone) < len(live):
+                idx.remove(gone)
+                for i in gone:
+                    del live[i]
+    return live
 
 
 def _sklearn_scores(idx: TfidfIndex, texts: list[str], queries: list[str], sublinear: bool) -> np.ndarray:
@@ -116,9 +138,6 @@ def test_a_failing_tokenizer_leaves_the_index_unchanged(monkeypatch):
 def test_any_sequence_of_adds_and_removes_scores_as_a_fresh_fit(sublinear):
     """Random edit sequences (hypothesis): the in-place index always scores like scikit-learn refit on
     the texts that remain, in their order, for the single-query and the batch path."""
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
-
     pool = _texts(40, 4)
     ops = st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 39), min_size=1, max_size=6)), max_size=8)
 
@@ -126,20 +145,7 @@ def test_any_sequence_of_adds_and_removes_scores_as_a_fresh_fit(sublinear):
     @given(ops)
     def check(steps):
         idx = TfidfIndex(sublinear_tf=sublinear)
-        live: dict[str, str] = {}
-        for add, picks in steps:
-            ids = list(dict.fromkeys(f"t{p}" for p in picks))
-            if add:
-                new = [i for i in ids if i not in live]
-                if new:
-                    idx.add(new, [pool[int(i[1:])] for i in new])
-                    live.update((i, pool[int(i[1:])]) for i in new)
-            else:
-                gone = [i for i in ids if i in live]
-                if gone and len(gone) < len(live):
-                    idx.remove(gone)
-                    for i in gone:
-                        del live[i]
+        live = replay(idx, steps, pool)
         assert idx.ids == list(live)
         if not live or not any(idx.tokens(t) for t in live.values()):
             return
@@ -150,3 +156,44 @@ def test_any_sequence_of_adds_and_removes_scores_as_a_fresh_fit(sublinear):
             np.testing.assert_allclose(idx.scores(q), row, rtol=0, atol=1e-6)
 
     check()
+
+
+# ---- bit for bit a fresh fit (the vocabulary numbering too), whatever changes came before ----
+CANON_WORDS = [f"w{a}{b}" for a in "abcdefgh" for b in "abcdefgh"]
+
+
+def _canon_texts(n: int, seed: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(CANON_WORDS, size=int(rng.integers(3, 15))).tolist()) for _ in range(n)]
+
+
+def _same(a: TfidfIndex, b: TfidfIndex) -> None:
+    assert a.ids == b.ids and a._vocabulary == b._vocabulary
+    for name in ("data", "indices", "indptr"):
+        np.testing.assert_array_equal(getattr(a._matrix, name), getattr(b._matrix, name), err_msg=name)
+    np.testing.assert_array_equal(a._idf[a._df > 0], b._idf)
+
+
+def test_a_removal_leaves_the_index_a_fresh_fit_makes():
+    texts = _canon_texts(60, 0)
+    idx = TfidfIndex()
+    idx.add([f"t{i}" for i in range(60)], texts)
+    idx.remove([f"t{i}" for i in range(0, 60, 3)])
+    idx.add(["late"], ["wab wcd brand new words"])
+    fresh = TfidfIndex()
+    kept = [i for i in range(60) if i % 3]
+    fresh.add([f"t{i}" for i in kept] + ["late"], [texts[i] for i in kept] + ["wab wcd brand new words"])
+    _same(idx, fresh)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 29), min_size=1, max_size=5)), max_size=8))
+def test_any_sequence_of_changes_leaves_the_index_a_fresh_fit_makes(steps):
+    pool = _canon_texts(30, 1)
+    idx = TfidfIndex()
+    live = replay(idx, steps, pool)
+    if not live:
+        return
+    fresh = TfidfIndex()
+    fresh.add(list(live), list(live.values()))
+    _same(idx, fresh)
