@@ -1,8 +1,10 @@
 """An index rebuilt under the running HTTP service with another encoder or policy: every route serves the
-new one after a single reopen (it answered 503 until the service was restarted), or says why it cannot."""
+new one after a single reopen (it answered 503 until the service was restarted), or says why it cannot;
+/health and a metrics scrape report the rebuild without reopening it."""
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
@@ -26,6 +28,7 @@ TOOLS = [
 ]
 REBUILT = [Tool(id="mail.new", name="email_sender", description="Send an email message quickly"), TOOLS[1]]
 REOPENED = "was rebuilt"  # what reopen logs, once per reopen
+SLOW_OPEN = 1.5  # seconds a reopen takes in the probe test: a probe that reopened would take as long
 
 # every route that reads the index: (method, path, body, what it answers from the rebuilt index only)
 ROUTES: dict[str, tuple[str, str, dict[str, Any] | None, Any]] = {
@@ -45,13 +48,7 @@ ROUTES: dict[str, tuple[str, str, dict[str, Any] | None, Any]] = {
     "tools": ("GET", "/tools", None, lambda b: {t["id"] for t in b["data"]} == {"mail.new", "weather"}),
     "tool": ("GET", "/tools/mail.new", None, lambda b: b["id"] == "mail.new"),
     "dashboard": ("GET", "/dashboard?refresh=0", None, lambda page: "hash-32-s0" in page),
-    "health": (
-        "GET",
-        "/health",
-        None,
-        lambda b: b["status"] == "ok" and b["tools"] == 2 and b["encoder"].startswith("hash-32"),
-    ),
-}
+}  # /health reads it too, but never reopens it (a probe must stay cheap): its own tests below
 
 
 def own_encoder(dim: int) -> HashEncoder:
@@ -83,6 +80,12 @@ def call(client: TestClient, route: str) -> Any:
     return answer
 
 
+def reopen_count(metrics: str) -> float:
+    found = re.search(r"^rated_index_reopens_total (\S+)$", metrics, re.MULTILINE)
+    assert found, "rated_index_reopens_total not exposed"
+    return float(found.group(1))
+
+
 def reopens(caplog: pytest.LogCaptureFixture) -> int:
     return sum(REOPENED in r.getMessage() for r in caplog.records if r.name == "rated.service.reopen")
 
@@ -111,12 +114,11 @@ def test_every_route_keeps_serving_the_rebuilt_index_after_one_reopen(db, settin
                 for route in ROUTES:
                     if route == "dashboard":
                         assert encoder in c.get("/dashboard?refresh=0").text
-                    elif route == "health":
-                        h = c.get("/health").json()
-                        assert (h["status"], h["tools"], h["policy"]) == ("ok", 2, policy)
-                        assert h["encoder"].startswith(encoder)
                     else:
                         call(c, route)
+                h = c.get("/health").json()
+                assert (h["status"], h["tools"], h["policy"], h["reopen_pending"]) == ("ok", 2, policy, False)
+                assert h["encoder"].startswith(encoder)
             chart = c.get("/dashboard/outcomes.png")
             assert chart.status_code == 200 and chart.headers["content-type"] == "image/png"
             gone = c.get("/tools/mail.a")  # a tool of the old index only
@@ -167,7 +169,9 @@ def test_an_index_that_cannot_be_reopened_is_a_503_saying_why_and_what_to_do(db,
             assert "re-indexed with encoder my-own-encoder" in detail, detail
             assert "which rated cannot load by itself" in detail, detail
             assert "restart the HTTP service (rated serve)" in detail, detail
-        assert f'rated_errors_total{{error="StoreError"}} {float(len(ROUTES))}' in c.get("/metrics").text
+        health = c.get("/health")  # says why too, once a reopen failed (without trying again)
+        assert health.status_code == 503 and health.json()["detail"] == detail, health.text
+        assert f'rated_errors_total{{error="StoreError"}} {float(len(ROUTES) + 1)}' in c.get("/metrics").text
         # the failed reopen left the store open: once the index is one rated can load, it is served
         rebuild(db, encoder=HashEncoder(32))
         with caplog.at_level("WARNING", logger="rated.service.reopen"):
@@ -191,3 +195,48 @@ def test_an_app_that_opened_its_database_closes_it_after_a_reopen_and_a_passed_o
             assert call_16["hits"][0]["id"] == "mail.new"
             assert c.app.state.serving.current is not mine  # type: ignore[attr-defined]
         assert mine.store.get_meta()  # still the caller's, open after the service stopped
+
+
+def test_health_and_a_scrape_report_a_rebuild_without_reopening_and_the_next_request_reopens(db, monkeypatch):
+    """A liveness probe (and a Prometheus scrape) must stay cheap: a reopen loads the rebuilt index and its
+    encoder (seconds for a real model), so they report the rebuild, and the next real request reopens."""
+    opened: list[object] = []
+    real_open = Retriever.open
+
+    def slow_counting_open(*args: Any, **kwargs: Any) -> Retriever:
+        opened.append(args[0])
+        time.sleep(SLOW_OPEN)  # as loading a real encoder would take
+        return real_open(*args, **kwargs)
+
+    with TestClient(create_app(Settings(db=db))) as c:
+        rebuild(db, encoder=HashEncoder(32))
+        monkeypatch.setattr(reopen_module.Retriever, "open", slow_counting_open)
+        for _ in range(2):
+            start = time.perf_counter()
+            r = c.get("/health")
+            took = time.perf_counter() - start
+            assert r.status_code == 200 and not opened and took < SLOW_OPEN, (r.text, opened, took)
+            h = r.json()  # what it serves now, and that the next request will reopen
+            assert (h["status"], h["reopen_pending"], h["tools"]) == ("ok", True, None), h
+            assert h["encoder"].startswith("hash-64"), h
+            assert reopen_count(c.get("/metrics").text) == 0 and not opened  # nor does a scrape reopen
+        call(c, "retrieve")  # the first real request reopens
+        assert len(opened) == 1
+        h = c.get("/health").json()
+        assert (h["status"], h["reopen_pending"], h["tools"]) == ("ok", False, 2), h
+        assert h["encoder"].startswith("hash-32"), h
+        assert reopen_count(c.get("/metrics").text) == 1 and len(opened) == 1
+
+
+def test_health_after_a_failed_reopen_is_the_503_saying_why_until_the_store_changes(db):
+    with TestClient(create_app(Settings(db=db))) as c:
+        rebuild(db, encoder=own_encoder(32))
+        assert c.get("/health").json()["reopen_pending"] is True  # nothing tried it yet
+        assert c.post("/retrieve", json={"query": QUERY}).status_code == 503  # the reopen fails
+        r = c.get("/health")
+        assert r.status_code == 503 and "which rated cannot load by itself" in r.json()["detail"], r.text
+        rebuild(db, encoder=HashEncoder(32))  # loadable again: pending, not the old failure
+        h = c.get("/health").json()
+        assert h["reopen_pending"] is True and h["encoder"].startswith("hash-64"), h
+        call(c, "retrieve")
+        assert c.get("/health").json()["reopen_pending"] is False

@@ -109,3 +109,10 @@ def test_concurrent_clients_of_two_services_on_one_sqlite_file_lose_no_feedback(
         assert len(r.outcomes(limit=None)) == per_worker * workers
         stats = [t.stats for t in r.tools()]
         assert sum(s.successes + s.failures for s in stats if s) == per_worker * workers
+
+
+def test_health_is_a_503_when_the_store_is_gone(db):
+    with TestClient(create_app(Settings(db=db))) as c:
+        c.app.state.serving.current.store.close()  # type: ignore[attr-defined]
+        r = c.get("/health")
+        assert r.status_code == 503 and r.json()["error"] == "StoreError", r.text

@@ -10,6 +10,7 @@ import pytest
 pytest.importorskip("mcp")
 
 from mcp import Client  # noqa: E402
+from mcp.shared.exceptions import MCPDeprecationWarning  # noqa: E402
 
 from rated import Tool  # noqa: E402
 from rated.encode.testing import HashEncoder  # noqa: E402
@@ -185,3 +186,36 @@ def test_a_store_busy_while_reopening_is_a_busy_error_and_the_next_call_reopens(
 
 def stale(retriever: Retriever) -> None:
     raise StoreError("re-indexed with another encoder: reopen it")
+
+
+def test_a_ping_and_listing_the_tools_never_reopen_the_index_and_the_next_tool_call_does(db, monkeypatch):
+    """What an agent host sends to check on the server (ping, tools/list, resources, prompts) answers
+    without the index: only a tool call reopens it after a rebuild."""
+    opened: list[object] = []
+    real_open = Retriever.open
+
+    def counting_open(*args, **kwargs) -> Retriever:
+        opened.append(args[0])
+        return real_open(*args, **kwargs)
+
+    with Retriever.open(db) as retriever:
+        server = build_mcp_server(retriever)
+
+        async def session() -> None:
+            async with Client(server, mode="legacy") as client:  # ping is a legacy-protocol request
+                rebuild(db, encoder=HashEncoder(32))
+                monkeypatch.setattr(reopen.Retriever, "open", counting_open)
+                for _ in range(2):
+                    with pytest.warns(MCPDeprecationWarning, match="ping"):
+                        assert await client.send_ping() is not None
+                    assert {t.name for t in (await client.list_tools()).tools} == {
+                        "find_tools",
+                        "report_outcome",
+                    }
+                    await client.list_resources()
+                    await client.list_prompts()
+                assert not opened
+                found = await client.call_tool("find_tools", {"query": QUERY, "k": 1})
+                assert found.structured_content["hits"][0]["id"] == "mail.new" and len(opened) == 1
+
+        anyio.run(session)

@@ -53,7 +53,8 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
             serving = app.state.serving = Reopening(
                 first, restart_hint=_RESTART_HINT, on_reopen=app.state.metrics.reopens.inc
             )
-            app.state.metrics.watch_catalog(lambda: serving.call(_catalog_health))
+            # a scrape never reopens a rebuilt index (seconds with a real encoder): NaN until a request does
+            app.state.metrics.watch_catalog(lambda: serving.probe(_catalog_health))
             yield
         finally:
             if retriever is None:

@@ -58,13 +58,15 @@ class Metrics:
             registry=self.registry,
         )
 
-    def watch_catalog(self, count: Callable[[], tuple[int, int]]) -> None:
+    def watch_catalog(self, count: Callable[[], tuple[int, int] | None]) -> None:
         """Read ``(tools, unhealthy tools)`` from ``count`` at each scrape (NaN when it fails: the
-        store may be gone, which /health reports; a scrape must not fail with it)."""
+        store may be gone, which /health reports; a scrape must not fail with it; and NaN for None: an
+        index rebuilt under the service, which a scrape does not reopen)."""
 
         def read(which: int) -> float:
             try:
-                return float(count()[which])
+                counts = count()
+                return float("nan") if counts is None else float(counts[which])
             except Exception:
                 return float("nan")
 

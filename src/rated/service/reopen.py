@@ -13,6 +13,11 @@ It reopens only when the store's saved index settings differ from the ones the f
 a store that is busy, gone, being rebuilt, or failing in another way gets its own error, not a reopen.
 The old retriever is dropped, not closed: it shares the store, which stays the opener's to close, and a
 call still running on it finishes (or fails and comes here too).
+
+Probes never reopen (``probe``): a reopen loads the rebuilt index and maybe an encoder (seconds for a
+real model), which a liveness check or a metrics scrape must not wait for; they report the rebuild, and
+the next real call reopens. A reopen that failed is remembered with the index it failed on, so a probe
+can report that failure (until the store holds another index) without trying again.
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ T = TypeVar("T")
 
 
 class Reopening:
-    """Holds the current retriever; ``call(fn)`` runs ``fn(retriever)``, reopening it once if needed."""
+    """Holds the current retriever; ``call(fn)`` runs ``fn(retriever)``, reopening it once if needed, and
+    ``probe(fn)`` runs it without ever reopening."""
 
     def __init__(
         self,
@@ -47,10 +53,31 @@ class Reopening:
         self._lock = threading.Lock()  # one reopen at a time: concurrent calls that fail wait for it
         self._restart_hint = restart_hint
         self._on_reopen = on_reopen  # e.g. a metric's inc
+        self._failed: tuple[IndexMeta, str] | None = None  # the last failed reopen: its index, and why
 
     @property
     def current(self) -> Retriever:
         return self._current
+
+    def probe(self, fn: Callable[[Retriever], T]) -> T | None:
+        """``fn(retriever)`` as ``call`` runs it, but never reopening: None where ``call`` would reopen (the
+        store holds an index rebuilt with other settings), and the ``StoreError`` of the last failed reopen
+        while the store still holds the index it failed on. For health probes and metric scrapes."""
+        retriever = self._current
+        try:
+            return fn(retriever)
+        except StoreBusyError:
+            raise
+        except StoreError:
+            saved = _rebuilt(retriever)
+            if saved is None:
+                raise
+        if self._current is not retriever:  # another call reopened it meanwhile
+            return fn(self._current)
+        failed = self._failed
+        if failed is not None and failed[0] == saved:
+            raise StoreError(failed[1])  # a new one each time: a kept exception would grow its traceback
+        return None
 
     def call(self, fn: Callable[[Retriever], T]) -> T:
         retriever = self._current
@@ -67,16 +94,18 @@ class Reopening:
         with self._lock:
             if self._current is not stale:  # another call reopened it meanwhile
                 return self._current
-            if not _rebuilt(stale):
+            saved = _rebuilt(stale)
+            if saved is None:
                 raise exc
             try:
                 fresh = stale.reopen()
             except StoreBusyError:
                 raise  # a store locked for a moment: retryable as it is, and the next call reopens it
             except RatedError as reason:
-                raise StoreError(
-                    f"{exc}; reopening it failed: {reason}; {self._restart_hint} once it can be opened"
-                ) from None
+                why = f"{exc}; reopening it failed: {reason}; {self._restart_hint} once it can be opened"
+                self._failed = (saved, why)
+                raise StoreError(why) from None
+            self._failed = None
             log.warning(
                 "%s was rebuilt (encoder %s, policy %r): reopened it",
                 describe_db(stale.store),
@@ -89,12 +118,13 @@ class Reopening:
             return fresh
 
 
-def _rebuilt(retriever: Retriever) -> bool:
-    """Whether the store now holds an index saved with other settings than the ones ``retriever`` serves."""
+def _rebuilt(retriever: Retriever) -> IndexMeta | None:
+    """The settings of the index the store now holds, when they differ from the ones ``retriever`` serves."""
     try:
-        saved = retriever.store.get_meta()
-        return bool(saved) and IndexMeta.from_dict(saved) != retriever.meta
+        raw = retriever.store.get_meta()
+        saved = IndexMeta.from_dict(raw) if raw else None
     except StoreBusyError:
         raise  # locked for a moment: retryable, and the next call looks again
     except RatedError:  # the store cannot even say: its own error tells the caller more
-        return False
+        return None
+    return saved if saved is not None and saved != retriever.meta else None

@@ -148,10 +148,14 @@ class ToolsOut(BaseModel):
 
 class HealthOut(BaseModel):
     status: str
-    tools: int
-    encoder: str
-    policy: str
+    tools: int | None = Field(description="tools in the served index; null while a reopen is pending")
+    encoder: str = Field(description="the encoder of the index this process serves now")
+    policy: str = Field(description="the policy of the index this process serves now")
     version: str
+    reopen_pending: bool = Field(
+        default=False,
+        description="the index was rebuilt with another encoder or policy: the next request reopens it",
+    )
 
 
 class ErrorOut(BaseModel):
