@@ -7,7 +7,7 @@ import os
 import pytest
 
 from rated.errors import ConfigError
-from rated.paths import atomic_dir
+from rated.paths import atomic_dir, fresh_dir
 
 
 def _fill(folder, **files: str) -> None:
@@ -77,3 +77,20 @@ def test_a_file_in_the_way_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="is a file, not a folder"), atomic_dir(tmp_path / "f"):
         pass
     assert (tmp_path / "f").read_text() == "keep"
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027, 0o002, 0o077])
+def test_the_folder_gets_the_permissions_a_plain_mkdir_gives(tmp_path, umask):
+    old = os.umask(umask)
+    try:
+        with atomic_dir(tmp_path / "ds") as tmp:
+            (tmp / "sub").mkdir()
+        staged = fresh_dir(tmp_path, ".model.tmp-")
+        (tmp_path / "plain").mkdir()
+    finally:
+        os.umask(old)
+    want = 0o777 & ~umask
+    assert (tmp_path / "plain").stat().st_mode & 0o777 == want
+    for folder in (tmp_path / "ds", tmp_path / "ds" / "sub", staged):
+        assert folder.stat().st_mode & 0o777 == want, (folder, oct(folder.stat().st_mode & 0o777))
+    assert staged.name.startswith(".model.tmp-") and not any(staged.iterdir())

