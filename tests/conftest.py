@@ -1,8 +1,37 @@
-"""Test-wide fixtures: a user's encoder preferences in the environment must not change what tests run."""
+"""Test-wide set-up: a user's encoder preferences in the environment must not change what tests run, and
+the hypothesis settings the fuzz tests share (registered here, so no test imports a helper module: the
+tests folder is not a package).
+
+Fuzz profiles ``fuzz-20``, ``fuzz-100`` and ``fuzz-200``: that many examples per property (what each
+file's examples cost decides), one fixed run in CI (derandomized, no example database), no deadline, and
+the health checks that a slow or data-hungry property trips suppressed. ``FUZZ_N=5000`` runs that many
+examples everywhere, with fresh seeds, to hunt. A test module takes one as ``settings.get_profile(name)``.
+"""
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, settings
+
+FUZZ_SIZES = (20, 100, 200)
+
+
+def _register_fuzz_profiles() -> None:
+    hunt = os.environ.get("FUZZ_N")
+    for examples in FUZZ_SIZES:
+        settings.register_profile(
+            f"fuzz-{examples}",
+            max_examples=int(hunt) if hunt else examples,
+            deadline=None,
+            database=None,
+            derandomize=not hunt,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        )
+
+
+_register_fuzz_profiles()
 
 
 @pytest.fixture(autouse=True)

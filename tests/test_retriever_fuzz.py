@@ -6,13 +6,12 @@
 from __future__ import annotations
 
 import math
-import os
 from decimal import Decimal
 from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rated import Tool
@@ -22,13 +21,7 @@ from rated.outcome import Outcome, OutcomeKind
 from rated.retriever import Retriever
 
 IDS = ("mail.a", "mail.b", "weather", "café")
-FUZZ = settings(
-    max_examples=int(os.environ.get("FUZZ_N", "200")),
-    deadline=None,
-    database=None,
-    derandomize=not os.environ.get("FUZZ_N"),  # a fixed run in CI; FUZZ_N=5000 hunts with fresh seeds
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = settings.get_profile("fuzz-200")  # tests/conftest.py: a fixed run in CI; FUZZ_N=5000 hunts
 
 
 class _Str(str):

@@ -3,8 +3,6 @@ appends with its built index in place, and always answers as a process that open
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -282,11 +280,9 @@ POOL = [
 ]
 POLICY_PARAMS = [{}, {"prior_weight": 0.8}]  # with 0.8 a stateless tool's score depends on the context mode
 SEMANTIC = [None, {"dense_weight": 0.7, "lexical": "bm25", "lexical_norm": "max"}]
-FUZZ = settings(
-    max_examples=int(os.environ.get("FUZZ_N", "20")),
-    deadline=None,
-    database=None,
-    derandomize=not os.environ.get("FUZZ_N"),  # a fixed run in CI; FUZZ_N=500 hunts with fresh seeds
+FUZZ = settings(  # tests/conftest.py: a fixed run in CI; FUZZ_N=500 hunts
+    settings.get_profile("fuzz-20"),
+    # its examples draw no big data; conftest's function-scoped autouse fixture holds for all alike
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 WHO, PICKS = st.integers(0, 1), st.lists(st.integers(0, len(POOL) - 1), min_size=1, max_size=4)

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 from collections import Counter
 
 import anyio
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 pytest.importorskip("mcp")
@@ -35,13 +34,7 @@ from rated.service.mcp_stdio import error_reply  # noqa: E402
 
 IDS = ("mail.a", "mail.b", "weather", "café")
 MAX_MESSAGE = 1000
-FUZZ = settings(
-    max_examples=int(os.environ.get("FUZZ_N", "100")),
-    deadline=None,
-    database=None,
-    derandomize=not os.environ.get("FUZZ_N"),  # a fixed run in CI; FUZZ_N=5000 hunts with fresh seeds
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = settings.get_profile("fuzz-100")  # tests/conftest.py: a fixed run in CI; FUZZ_N=5000 hunts
 
 
 ODD = ["", " ", "\x00", "\u200b", "cafe\u0301", " Timeout ", "NaN", "null"]

@@ -110,21 +110,11 @@ def test_unexpected_retriever_errors_come_back_as_named_tool_errors(retriever, m
     assert [r.exc_info[1] for r in caplog.records if r.name == "rated.service.mcp_server"] == [exc, exc]
 
 
-def test_rated_mcp_speaks_json_rpc_over_stdio(tmp_path):
+def test_rated_mcp_speaks_json_rpc_over_stdio(tmp_path, mcp_handshake):
     db = tmp_path / "mcp.db"
     Retriever.from_catalog(TOOLS, db=db, encoder=HashEncoder(64)).close()
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "test", "version": "0"},
-            },
-        },
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        *mcp_handshake,
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {
             "jsonrpc": "2.0",

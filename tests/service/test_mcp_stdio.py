@@ -19,16 +19,6 @@ from rated.retriever import Retriever  # noqa: E402
 from rated.service.mcp_stdio import error_reply  # noqa: E402
 
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "0"},
-    },
-}
 
 
 def _reply(line: str) -> dict | None:
@@ -69,7 +59,7 @@ def test_a_blank_line_is_no_message_and_gets_no_answer():
     assert _reply("\n") is None and _reply("  \r\n") is None
 
 
-def test_rated_mcp_answers_garbage_on_stdin_and_serves_the_next_request(tmp_path):
+def test_rated_mcp_answers_garbage_on_stdin_and_serves_the_next_request(tmp_path, mcp_handshake):
     db = tmp_path / "mcp.db"
     Retriever.from_catalog(
         [Tool(id="mail", name="send_email", description="Send an email message")],
@@ -80,8 +70,7 @@ def test_rated_mcp_answers_garbage_on_stdin_and_serves_the_next_request(tmp_path
         "this is not json",
         "",
         '{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": "oops"}',
-        json.dumps(INITIALIZE),
-        json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        *(json.dumps(m) for m in mcp_handshake),
         "[1, 2]",
         json.dumps(
             {

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections import Counter
 from urllib.parse import quote
 
 from fastapi.testclient import TestClient
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rated import Tool
@@ -25,13 +24,7 @@ from rated.service import Settings, create_app
 IDS = ("mail.a", "mail.b", "weather", "ns/with/slash", "café")
 MAX_BODY = 64 * 1024  # a 10,001-character query fits: it gets QueryError, not 413
 MAX_DETAIL = 1000
-FUZZ = settings(
-    max_examples=int(os.environ.get("FUZZ_N", "100")),  # per property: three of them, ~5 s
-    deadline=None,
-    database=None,  # a fixed run, whatever an earlier one found
-    derandomize=not os.environ.get("FUZZ_N"),  # a fixed run in CI; FUZZ_N=2000 hunts with fresh seeds
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+FUZZ = settings.get_profile("fuzz-100")  # per property, three of them, ~5 s (tests/conftest.py)
 
 
 def catalog() -> list[Tool]:
