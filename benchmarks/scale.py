@@ -6,8 +6,11 @@ vocabulary grows with the catalog as a real one does), indexed into SQLite with 
 (rated.encode.testing: 384 dimensions, fast, so the encoder's cost does not hide the rest; MiniLM's
 catalog encoding is measured by ``latency.py``). Stages, per size:
 
-- ``index (from_catalog)``: encode, prior, SQLite write; ``open``: ``Retriever.open``; ``first search``:
-  the first retrieval after ``open``, which builds the in-memory index from the stored embeddings;
+- ``index (from_catalog)``: encode, prior, SQLite write, the in-memory index and its lexical snapshot
+  (``rated.index.snapshot``); ``open``: ``Retriever.open``; ``first search``: the first retrieval after
+  ``open``, which builds the in-memory index from the stored embeddings and restores the lexical part
+  from the snapshot; ``first search, no snapshot``: the same in a process that finds no snapshot (it
+  builds every tool's text and tokenizes it, as every process did before snapshots);
 - ``retrieve``: ``Retriever.retrieve(q, k=5)`` on real queries, their embeddings cached, so that search
   (dense + TF-IDF over the whole pool), re-ranking and hits are timed without the encoder; the dense
   part is the exact flat index at every size (``auto`` picks HNSW above ``hnsw_threshold``);
@@ -41,7 +44,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -51,15 +55,18 @@ from rich.table import Table
 
 from rated import Tool
 from rated.encode.testing import HashEncoder
+from rated.index import snapshot
 from rated.index.semantic import SemanticConfig, SemanticIndex
 from rated.retriever import Retriever
+from rated.store.sqlite import SQLiteStore
 
 console = Console(stderr=True)
 #: stage -> (unit, one-line meaning); the order of the table
 STAGES = {
-    "index (from_catalog)": ("s", "encode (hash), prior, SQLite write"),
+    "index (from_catalog)": ("s", "encode (hash), prior, SQLite write, index and its lexical snapshot"),
     "open": ("s", "Retriever.open"),
-    "first search": ("s", "builds the in-memory index"),
+    "first search": ("s", "builds the in-memory index, the lexical part restored from its snapshot"),
+    "first search, no snapshot": ("s", "the same, reading every tool's text (as before snapshots)"),
     "retrieve": ("ms", "median, query embedding cached"),
     "retrieve p95": ("ms", "95th percentile"),
     "add 1 tool": ("ms", "median of 3"),
@@ -68,6 +75,7 @@ STAGES = {
     "replica catch-up": ("ms", "first retrieve of another retriever after an add"),
     "rss": ("MiB", "memory taken by open and the first search"),
     "db": ("MiB", "SQLite file and WAL"),
+    "snapshot": ("MiB", "the saved lexical index, part of db"),
     "hnsw build": ("s", "the semantic index with an HNSW dense part"),
     "hnsw search": ("ms", "S_sem with an HNSW dense part"),
     "hnsw recall@10": ("", "top-10 shared with the flat index"),
@@ -92,6 +100,18 @@ def scaled_pool(source: str, size: int, seed: int) -> tuple[list[Tool], list[str
             )
         tools.append(tool)
     return tools, queries
+
+
+@contextmanager
+def no_snapshot() -> Iterator[None]:
+    """Retrievers opened inside neither read nor save a lexical snapshot."""
+    saved = SQLiteStore.load_cached, SQLiteStore.save_cached
+    SQLiteStore.load_cached = lambda self, name: None  # type: ignore[method-assign]
+    SQLiteStore.save_cached = lambda self, name, data: None  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        SQLiteStore.load_cached, SQLiteStore.save_cached = saved  # type: ignore[method-assign]
 
 
 def rss_mib() -> float:
@@ -135,6 +155,13 @@ def measure(source: str, size: int, calls: int, hnsw: bool, seed: int) -> dict[s
     r.retrieve(qs[0], k=5)
     out["first search"] = time.perf_counter() - start
     out["rss"] = rss_mib() - rss_before
+    with no_snapshot():
+        other = Retriever.open(db, encoder=encoder)
+        start = time.perf_counter()
+        other.retrieve(qs[0], k=5)
+        out["first search, no snapshot"] = time.perf_counter() - start
+        other.close()
+    out["snapshot"] = len(r.store.load_cached(snapshot.NAME) or b"") / 2**20
     for q in qs:  # cache the embeddings: the search, not the (fake) encoder, is timed
         r.retrieve(q, k=5)
     console.print(f"[{size:,} tools] timing {calls} retrievals ...")
@@ -222,7 +249,7 @@ def plot(sizes: Sequence[int], results: dict[int, dict[str, float]], path: Path)
         pts = [(n, results[n][stage]) for n in sizes if stage in results[n]]
         if pts:
             ax.plot(*zip(*pts, strict=True), marker="o", label=f"{stage} (ms)")
-    for stage in ("open", "first search"):
+    for stage in ("open", "first search", "first search, no snapshot"):
         ax.plot(sizes, [1e3 * results[n][stage] for n in sizes], marker="s", ls="--", label=f"{stage} (ms)")
     ax.set_xscale("log")
     ax.set_yscale("log")

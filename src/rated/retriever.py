@@ -169,7 +169,10 @@ class Retriever:
                 )
             except IndexExistsError:
                 raise _index_exists(db) from None
-            return cls(store, encoder, policy, meta, clock=clock, query_cache=query_cache)
+            retriever = cls(store, encoder, policy, meta, clock=clock, query_cache=query_cache)
+            with retriever._lock:  # built now, and its lexical snapshot saved: the next open restores it
+                retriever._search_index()
+            return retriever
 
     @classmethod
     def open(
@@ -622,11 +625,14 @@ class Retriever:
         self._catalog_version = version if raw and IndexMeta.from_dict(raw, where) == self._meta else -1
 
     def _search_index(self) -> SemanticIndex:
-        """The semantic index of the current pool, built on first use (call with the lock held)."""
+        """The semantic index of the current pool, built on first use (call with the lock held), its
+        lexical part restored from the store's snapshot where one fits (``rated.index.snapshot``)."""
         if self._index is None:
             assert self._unindexed is not None
             tools, embeddings = self._unindexed
-            self._index = SemanticIndex.build(tools, embeddings, setup.semantic_config(self._meta.semantic))
+            digests = [self._parsed[t.id][0] for t in tools]
+            config = setup.semantic_config(self._meta.semantic)
+            self._index = setup.build_index(self._store, tools, embeddings, config, digests)
             self._unindexed = None
         return self._index
 

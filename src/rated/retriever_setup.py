@@ -4,6 +4,7 @@ checks. Kept apart from the facade so that ``retriever.py`` reads as the request
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from pydantic import ValidationError
 
 from rated.catalog.schema import Tool
 from rated.encode.base import Encoder
-from rated.errors import CatalogError, CatalogProblem, ConfigError, ModelError
+from rated.errors import CatalogError, CatalogProblem, ConfigError, ModelError, StoreError
 from rated.policy.base import Policy, all_finite
 from rated.store.base import Store
 from rated.store.meta import EncoderIdentity
@@ -24,10 +25,11 @@ from rated.store.redis_url import redact_url
 
 if TYPE_CHECKING:  # for type hints only
     from rated.catalog.prior import PriorResult
-    from rated.index.semantic import SemanticConfig
+    from rated.index.semantic import SemanticConfig, SemanticIndex
 
 __all__ = [
     "as_tools",
+    "build_index",
     "build_policy",
     "check_encoder",
     "check_encoder_object",
@@ -44,6 +46,7 @@ __all__ = [
     "unit_rows",
 ]
 
+log = logging.getLogger(__name__)
 _HASH_ENCODER = re.compile(r"hash-(\d+)-s(\d+)$")
 
 
@@ -102,6 +105,34 @@ def _tool_rows(tools: Sequence[Tool], embeddings: np.ndarray, prior: PriorResult
         prior.r_static,
         [prior.record(i) for i in range(len(tools))],
     )
+
+
+def build_index(
+    store: Store,
+    tools: Sequence[Tool],
+    embeddings: np.ndarray,
+    config: SemanticConfig,
+    digests: Sequence[bytes],
+) -> SemanticIndex:
+    """The semantic index of ``tools``, whose stored records have ``digests``: its lexical part restored
+    from the store's snapshot where one fits, else built; a snapshot is saved again when there was none
+    that fitted or when following it took changes to a tenth of the pool or more. Saving is best effort
+    (a busy or read-only store keeps the old snapshot, or none: the next process builds the index)."""
+    from rated.index import snapshot
+    from rated.index.semantic import SemanticIndex
+
+    blob = store.load_cached(snapshot.NAME)
+    restored = None if blob is None else snapshot.restore(blob, config, tools, digests)
+    lexical, changed = restored or (None, len(tools))
+    index = SemanticIndex.build(tools, embeddings, config, lexical=lexical)
+    if restored is None or changed * 10 >= len(tools):
+        data = snapshot.dump(index, digests)
+        if data is not None:
+            try:
+                store.save_cached(snapshot.NAME, data)
+            except StoreError as exc:
+                log.debug("lexical snapshot not saved: %s", exc)
+    return index
 
 
 @contextmanager

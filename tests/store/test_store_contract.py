@@ -282,3 +282,14 @@ def test_outcome_stats_count_every_record(store):
         store.update_states([], lambda cur: {}, r)
     assert store.outcome_stats() == summarise_outcomes(records)
     assert store.outcome_stats(["t2", "t2"]) == {"t2": summarise_outcomes(records)["t2"]}
+
+
+def test_cached_data_round_trips_or_is_absent(store):
+    """Derived data (the lexical snapshot): a store gives back exactly what was saved, or nothing."""
+    assert store.load_cached("lexical-index") is None
+    blob = bytes(range(256)) * 40
+    store.save_cached("lexical-index", blob)
+    assert store.load_cached("lexical-index") in (blob, None)
+    store.save_cached("lexical-index", b"newer")
+    assert store.load_cached("lexical-index") in (b"newer", None)
+    assert store.load_cached("other") is None

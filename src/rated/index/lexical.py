@@ -13,7 +13,7 @@ import bm25s
 import numpy as np
 
 from rated.index.fusion import top_k
-from rated.index.refit import RefitTextIndex
+from rated.index.refit import Arrays, RefitTextIndex, pack_terms, unpack_terms
 from rated.index.tokenize import tokenize
 
 __all__ = ["BM25Index"]
@@ -49,6 +49,37 @@ class BM25Index(RefitTextIndex):
 
     def _removed(self, keep: np.ndarray) -> None:
         self._tokens = [self._tokens[p] for p in keep.tolist()]
+        self._refit()
+
+    def export(self) -> dict[str, np.ndarray]:
+        """Each tool's tokens, as numbers into the terms (BM25's own model is refitted from them)."""
+        terms = list(self._terms)
+        code = {term: i for i, term in enumerate(terms)}
+        lengths = np.fromiter(map(len, self._tokens), dtype=np.int64, count=len(self._tokens))
+        words = (code[t] for doc in self._tokens for t in doc)
+        flat = np.fromiter(words, dtype=np.int32, count=int(lengths.sum()))
+        offsets = np.concatenate([np.zeros(1, np.int64), np.cumsum(lengths)])
+        return {"terms": pack_terms(terms), "offsets": offsets, "tokens": flat}
+
+    def _restored(self, n: int, arrays: Arrays) -> None:
+        terms = unpack_terms(arrays["terms"])
+        offsets, flat = np.asarray(arrays["offsets"]), np.asarray(arrays["tokens"])
+        if (
+            len(set(terms)) != len(terms)
+            or offsets.dtype.kind != "i"
+            or flat.dtype.kind != "i"
+            or offsets.shape != (n + 1,)
+            or flat.ndim != 1
+            or offsets[0] != 0
+            or offsets[-1] != len(flat)
+            or np.any(np.diff(offsets) < 0)
+            or (len(flat) and (flat.min() < 0 or flat.max() >= len(terms)))
+        ):
+            raise ValueError("the arrays do not describe a BM25 index of this pool")
+        words = list(map(terms.__getitem__, flat.tolist()))
+        bounds = offsets.tolist()
+        self._terms = {term: term for term in terms}
+        self._tokens = [words[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
         self._refit()
 
     def _refit(self) -> None:

@@ -38,7 +38,7 @@ from rated.index.ids import check_known_ids, check_new_ids
 from rated.index.lexical import BM25Index
 from rated.index.tfidf import TfidfIndex
 
-__all__ = ["DEFAULT_SEMANTIC", "SemanticConfig", "SemanticIndex"]
+__all__ = ["DEFAULT_SEMANTIC", "SemanticConfig", "SemanticIndex", "new_lexical_index"]
 
 LEXICAL_KINDS = ("bm25", "tfidf", "none")
 FUSIONS = ("convex", "rrf")
@@ -112,6 +112,15 @@ def _integer(config: SemanticConfig, name: str, low: int) -> None:
 DEFAULT_SEMANTIC = SemanticConfig()
 
 
+def new_lexical_index(config: SemanticConfig) -> BM25Index | TfidfIndex | None:
+    """An empty lexical index of the kind and settings ``config`` asks for (``None``: no lexical part)."""
+    if config.lexical == "bm25":
+        return BM25Index(k1=config.bm25_k1, b=config.bm25_b, stem=config.stem)
+    if config.lexical == "tfidf":
+        return TfidfIndex(stem=config.stem)
+    return None
+
+
 class SemanticIndex:
     """Dense + lexical index over a tool pool; ``search`` returns positions into ``tool_ids`` and ``S_sem``.
 
@@ -121,24 +130,41 @@ class SemanticIndex:
     def __init__(self, dim: int, config: SemanticConfig | None = None, expected_size: int = 0):
         self.config = config or DEFAULT_SEMANTIC
         self._dense = DenseIndex(dim, kind=self._dense_kind(expected_size))
-        self._lexical: BM25Index | TfidfIndex | None = None
-        if self.config.lexical == "bm25":
-            self._lexical = BM25Index(k1=self.config.bm25_k1, b=self.config.bm25_b, stem=self.config.stem)
-        elif self.config.lexical == "tfidf":
-            self._lexical = TfidfIndex(stem=self.config.stem)
+        self._lexical = new_lexical_index(self.config)
         self._tools: list[Tool] = []
 
     @classmethod
     def build(
-        cls, tools: Sequence[Tool], embeddings: np.ndarray, config: SemanticConfig | None = None
+        cls,
+        tools: Sequence[Tool],
+        embeddings: np.ndarray,
+        config: SemanticConfig | None = None,
+        *,
+        lexical: BM25Index | TfidfIndex | None = None,
     ) -> SemanticIndex:
-        """Index ``tools`` with their encoder embeddings (``(len(tools), dim)``, unit-norm rows)."""
+        """Index ``tools`` with their encoder embeddings (``(len(tools), dim)``, unit-norm rows).
+
+        ``lexical``: the lexical index of exactly these tools, in this order, already built (restored by
+        ``rated.index.snapshot``, made by ``new_lexical_index(config)``); their texts are then not read."""
         emb = np.asarray(embeddings, dtype=np.float32)
         if emb.ndim != 2:
             raise ConfigError(f"embeddings must be a 2-d array, got shape {emb.shape}")
         index = cls(emb.shape[1], config, expected_size=len(tools))
+        if lexical is None:
+            index.add(tools, emb)
+            return index
+        ids = [t.id for t in tools]
+        if type(lexical) is not type(index._lexical) or lexical.ids != ids:
+            raise ConfigError("the lexical index given to build is not one of these tools for this config")
+        index._lexical = None  # add the dense part and the pool only, then adopt the lexical index
         index.add(tools, emb)
+        index._lexical = lexical
         return index
+
+    @property
+    def lexical(self) -> BM25Index | TfidfIndex | None:
+        """The lexical part (``None`` with ``lexical="none"``), for ``rated.index.snapshot``."""
+        return self._lexical
 
     # ------------------------------------------------------------------ pool
     def __len__(self) -> int:

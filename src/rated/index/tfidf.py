@@ -20,7 +20,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.preprocessing import normalize
 
-from rated.index.refit import RefitTextIndex
+from rated.index.refit import Arrays, RefitTextIndex, pack_terms, unpack_terms
 from rated.index.tokenize import tokenize
 
 __all__ = ["TfidfIndex"]
@@ -93,6 +93,48 @@ class TfidfIndex(RefitTextIndex):
         old_first.resize((old_first.shape[0], width))
         self._counts = sp.vstack([old, rows], format="csr")
         self._first = sp.vstack([old_first, where], format="csr")
+        self._weigh()
+
+    def export(self) -> dict[str, np.ndarray]:
+        """The term counts and first positions (one sparsity pattern) and the terms in column order."""
+        counts, first = self._counts, self._first
+        same = np.array_equal(counts.indptr, first.indptr) and np.array_equal(counts.indices, first.indices)
+        if not same:
+            raise ValueError("term counts and first positions differ in pattern")  # never, by construction
+        return {
+            "terms": pack_terms(sorted(self._vocabulary, key=self._vocabulary.__getitem__)),
+            "indptr": counts.indptr.astype(np.int64),
+            "indices": counts.indices.astype(np.int32),
+            "counts": counts.data.astype(np.int32),
+            "first": first.data.astype(np.int32),
+        }
+
+    def _restored(self, n: int, arrays: Arrays) -> None:
+        terms = unpack_terms(arrays["terms"])
+        vocabulary = {term: col for col, term in enumerate(terms)}
+        indptr = np.asarray(arrays["indptr"])
+        indices, data, where = (np.asarray(arrays[k]) for k in ("indices", "counts", "first"))
+        nnz = len(indices)
+        if (
+            len(vocabulary) != len(terms)
+            or any(a.ndim != 1 or a.dtype.kind != "i" for a in (indptr, indices, data, where))
+            or indptr.shape != (n + 1,)
+            or indptr[0] != 0
+            or indptr[-1] != nnz
+            or np.any(np.diff(indptr) < 0)
+            or data.shape != (nnz,)
+            or where.shape != (nnz,)
+            or (nnz and (indices.min() < 0 or indices.max() >= len(terms)))
+            or (nnz and (data.min() < 1 or where.min() < 1))
+        ):
+            raise ValueError("the arrays do not describe a TF-IDF index of this pool")
+        shape = (n, len(terms))
+        counts = sp.csr_matrix((data.astype(np.float64), indices, indptr), shape=shape)
+        first = sp.csr_matrix((where.astype(np.int32), indices.copy(), indptr.copy()), shape=shape)
+        if not counts.has_canonical_format:  # columns ascending and distinct in every row
+            raise ValueError("the TF-IDF counts are not in canonical order")
+        first.has_canonical_format = True  # the same pattern
+        self._vocabulary, self._counts, self._first = vocabulary, counts, first
         self._weigh()
 
     def _removed(self, keep: np.ndarray) -> None:

@@ -165,6 +165,15 @@ class CatalogStore(Protocol):
         """Changes whenever tools were added, replaced or removed."""
         ...
 
+    def load_cached(self, name: str) -> bytes | None:
+        """Derived data saved under ``name`` (a snapshot of the lexical index), or ``None``. A cache that
+        any process can recompute, checked by whoever reads it: a store may lose it at any time."""
+        ...
+
+    def save_cached(self, name: str, data: bytes) -> None:
+        """Save derived data under ``name``, replacing what was there."""
+        ...
+
 
 @runtime_checkable
 class Store(StateStore, CatalogStore, Protocol):

@@ -129,6 +129,12 @@ class MemoryStore:
     def catalog_version(self) -> int:
         return self._catalog_version
 
+    def load_cached(self, name: str) -> bytes | None:
+        return None  # nothing outlives this process's retrievers: no process opens this store later
+
+    def save_cached(self, name: str, data: bytes) -> None:
+        return None
+
     # ---- policy state ------------------------------------------------------------------------------
     def load_states(self, keys: Iterable[str] | None = None) -> dict[str, bytes]:
         with self._lock:

@@ -428,6 +428,13 @@ class RedisStore:
         pipe.hset(self._k("emb"), tool_id, emb.tobytes())
         pipe.hset(self._k("prior"), tool_id, json.dumps([prior, dict(detail)]))
 
+    def load_cached(self, name: str) -> bytes | None:
+        raw = self._call(lambda: self._r.get(self._k(f"cached:{name}")))
+        return None if raw is None else bytes(raw)
+
+    def save_cached(self, name: str, data: bytes) -> None:
+        self._call(lambda: self._r.set(self._k(f"cached:{name}"), bytes(data)))
+
     def catalog_version(self) -> int:
         return int(self._call(lambda: self._r.get(self._k("catver"))) or 0)
 

@@ -17,7 +17,8 @@ Tables: ``meta`` (format version, config JSON), ``tools`` (id, JSON record, posi
 (float32 blobs), ``prior``, ``policy_state`` (key -> blob, change number), ``outcomes`` (append-only log,
 all of it unless ``max_outcomes`` keeps only the newest records),
 ``outcome_counts`` (per-tool totals of that log, updated in the same transaction: ``rated tools`` reads one
-row per tool however long the log) and ``counters`` (state change number, catalog version).
+row per tool however long the log), ``counters`` (state change number, catalog version) and ``cached``
+(derived data such as the lexical index snapshot, made on first use).
 """
 
 from __future__ import annotations
@@ -87,6 +88,9 @@ ON CONFLICT (tool_id) DO UPDATE SET
     caller_errors = caller_errors + excluded.caller_errors,
     last_outcome = excluded.last_outcome, last_time = excluded.last_time"""
 _DURABILITY = {"full": "FULL", "normal": "NORMAL"}
+# derived data any process can recompute (``load_cached``); not in _SCHEMA, so that opening an older
+# or read-only file never needs to write
+_CACHED_TABLE = "CREATE TABLE IF NOT EXISTS cached (name TEXT PRIMARY KEY, value BLOB NOT NULL)"
 
 
 class SQLiteStore:
@@ -357,6 +361,20 @@ class SQLiteStore:
 
     def catalog_version(self) -> int:
         return int(self._read("SELECT value FROM counters WHERE name = 'catalog_version'")[0][0])
+
+    def load_cached(self, name: str) -> bytes | None:
+        try:
+            rows = self._read("SELECT value FROM cached WHERE name = ?", (name,))
+        except StoreError as exc:
+            if "no such table" in str(exc):  # nothing was ever cached in this file
+                return None
+            raise
+        return bytes(rows[0][0]) if rows else None
+
+    def save_cached(self, name: str, data: bytes) -> None:
+        with self._write() as conn:  # the table is made on first use: opening a file never needs it
+            conn.execute(_CACHED_TABLE)
+            conn.execute("INSERT OR REPLACE INTO cached (name, value) VALUES (?, ?)", (name, bytes(data)))
 
     # ---- policy state ------------------------------------------------------------------------------
     def load_states(self, keys: Iterable[str] | None = None) -> dict[str, bytes]:

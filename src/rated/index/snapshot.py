@@ -1,0 +1,151 @@
+"""Saved lexical indexes: a process opening a large catalog restores the lexical index that another built
+instead of reading every tool's text again (at 50,000 tools, seconds of text building and tokenizing).
+
+A snapshot holds the lexical index's arrays and, per tool, its id and the digest of its stored record. It
+is used only when it was made under the same lexical settings by the same text and tokenizer code (a
+fingerprint that includes the tokens of a fixed probe tool), and when the pool now is the saved one after
+removals and appends, which is what other writers' ``add_tools`` / ``remove_tools`` make of it: those are
+applied in place, tokenizing only the new tools. Anything else (a tool changed in place, another order, a
+damaged or foreign blob) is ignored and the index is built as usual. A snapshot is a cache, never the
+source of truth: the restored index equals a fresh build to the last bit.
+
+>>> from rated import Tool
+>>> from rated.index.semantic import DEFAULT_SEMANTIC, SemanticIndex
+>>> tools = [Tool(id="w", name="getWeather"), Tool(id="m", name="sendMail")]
+>>> built = SemanticIndex.build(tools, np.eye(2, dtype=np.float32))
+>>> blob = dump(built, [b"d1", b"d2"])
+>>> lexical, changed = restore(blob, DEFAULT_SEMANTIC, tools, [b"d1", b"d2"])
+>>> lexical.ids, changed
+(['w', 'm'], 0)
+>>> restore(blob, DEFAULT_SEMANTIC, tools, [b"d1", b"XX"])[1]  # "m" changed: removed, then added again
+2
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import io
+import json
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rated.catalog.schema import Tool
+from rated.catalog.text import lexical_text
+
+if TYPE_CHECKING:  # for type hints only
+    from rated.index.lexical import BM25Index
+    from rated.index.semantic import SemanticConfig, SemanticIndex
+    from rated.index.tfidf import TfidfIndex
+
+__all__ = ["FORMAT", "NAME", "dump", "fingerprint", "restore"]
+
+NAME = "lexical-index"  # the name a store keeps the snapshot under
+FORMAT = 1
+log = logging.getLogger(__name__)
+
+# a tool whose lexical tokens change whenever the text or tokenizer code does: camelCase, an acronym,
+# plurals, stop words, digits, parameters, tags, a provider and non-ASCII letters
+_PROBE = Tool(
+    id="probe",
+    name="getHTTPWeatherForecasts_v2",
+    description="Returns the cities' daily forecasts for São Paulo and other places, in JSON.",
+    parameters={
+        "type": "object",
+        "properties": {"cityName": {"type": "string", "description": "Names of the cities"}},
+    },
+    tags=("weather", "Forecasts"),
+    provider="OpenWeatherMap",
+)
+
+
+@functools.lru_cache(maxsize=16)
+def fingerprint(config: SemanticConfig) -> str:
+    """What a snapshot must have been made under to be used: format, rated version, lexical settings and
+    the probe tool's tokens."""
+    from rated import __version__
+    from rated.index.semantic import new_lexical_index
+
+    lexical = new_lexical_index(config)
+    probe = [] if lexical is None else lexical.tokens(lexical_text(_PROBE, config.lexical_text))
+    parts = [FORMAT, __version__, config.lexical, config.stem, dataclasses.asdict(config.lexical_text), probe]
+    return hashlib.blake2b(json.dumps(parts, sort_keys=True).encode(), digest_size=16).hexdigest()
+
+
+def dump(index: SemanticIndex, digests: Sequence[bytes]) -> bytes | None:
+    """A snapshot of ``index``'s lexical part, ``digests`` being its tools' record digests (one width);
+    ``None`` when the index has no lexical part or no tools."""
+    lexical = index.lexical
+    if lexical is None or not len(lexical):
+        return None
+    ids = lexical.ids
+    if len(digests) != len(ids) or len({len(d) for d in digests}) != 1:
+        raise ValueError(f"{len(ids)} tools need {len(ids)} record digests of one width")
+    header = {"format": FORMAT, "fingerprint": fingerprint(index.config), "tools": len(ids)}
+    arrays = {f"lexical_{name}": array for name, array in lexical.export().items()}
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        header=_json_array(header),
+        ids=_json_array(ids),
+        digests=np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(len(ids), -1),
+        **arrays,
+    )
+    return buffer.getvalue()
+
+
+def restore(
+    blob: bytes, config: SemanticConfig, tools: Sequence[Tool], digests: Sequence[bytes]
+) -> tuple[BM25Index | TfidfIndex, int] | None:
+    """The lexical index of ``tools`` (whose stored records have ``digests``) from a snapshot, and how
+    many tools it had to drop or add to get there; ``None`` when the snapshot cannot give it."""
+    try:
+        return _restore(blob, config, tools, digests)
+    except Exception as exc:  # a cache: whatever is wrong with it, the index is built instead
+        log.debug("lexical snapshot not used: %s: %s", type(exc).__name__, exc)
+        return None
+
+
+def _restore(
+    blob: bytes, config: SemanticConfig, tools: Sequence[Tool], digests: Sequence[bytes]
+) -> tuple[BM25Index | TfidfIndex, int] | None:
+    from rated.index.semantic import new_lexical_index
+
+    with np.load(io.BytesIO(blob), allow_pickle=False) as saved:
+        header = _from_json(saved["header"])
+        if header.get("format") != FORMAT or header.get("fingerprint") != fingerprint(config):
+            return None
+        saved_ids = _from_json(saved["ids"])
+        saved_digests = [row.tobytes() for row in saved["digests"]]
+        arrays = {k.removeprefix("lexical_"): saved[k] for k in saved.files if k.startswith("lexical_")}
+    if not isinstance(saved_ids, list) or len(saved_ids) != len(saved_digests):
+        return None
+    ids = [t.id for t in tools]
+    current = dict(zip(ids, digests, strict=True))
+    kept = [tool_id for tool_id, d in zip(saved_ids, saved_digests, strict=True) if current.get(tool_id) == d]
+    n = len(kept)
+    if not n or kept != ids[:n]:  # not the saved pool after removals and appends
+        return None
+    lexical = new_lexical_index(config)
+    if lexical is None:
+        return None
+    lexical.restore(saved_ids, arrays)
+    keep = set(kept)
+    removed = [tool_id for tool_id in saved_ids if tool_id not in keep]
+    if removed:
+        lexical.remove(removed)
+    if n < len(ids):
+        lexical.add(ids[n:], [lexical_text(t, config.lexical_text) for t in tools[n:]])
+    return lexical, len(removed) + len(ids) - n
+
+
+def _json_array(value: Any) -> np.ndarray:
+    return np.frombuffer(json.dumps(value).encode("utf-8"), dtype=np.uint8)
+
+
+def _from_json(array: np.ndarray) -> Any:
+    return json.loads(np.asarray(array, dtype=np.uint8).tobytes().decode("utf-8"))

@@ -1,0 +1,142 @@
+"""The retriever saves its lexical index with the catalog and a later open restores it instead of reading
+every tool's text again, answering exactly as a build from scratch; the snapshot is a cache: a damaged,
+stale or unsavable one never changes an answer nor fails a request."""
+
+import pytest
+
+from rated import Tool
+from rated.encode.testing import HashEncoder
+from rated.errors import StoreBusyError
+from rated.index import semantic, snapshot
+from rated.retriever import Retriever
+from rated.store.sqlite import SQLiteStore
+
+QUERIES = ["send an email message", "weather forecast for Oslo", "create a calendar event", "translate"]
+TOPICS = ["send email message", "weather forecast city", "calendar event create", "translate text language"]
+
+
+def tools(n: int, start: int = 0) -> list[Tool]:
+    return [
+        Tool(id=f"t{i}", name=f"tool_{i}", description=f"{TOPICS[i % 4]} variant {i}", provider=f"p{i % 3}")
+        for i in range(start, start + n)
+    ]
+
+
+def answers(r: Retriever) -> list[list[tuple[str, float]]]:
+    return [[(h.id, h.score, h.semantic) for h in r.retrieve(q, k=6)] for q in QUERIES]
+
+
+def from_scratch(db) -> list:
+    """What a process answers that builds the index itself (no snapshot to read)."""
+    with Retriever.open(db) as r:
+        r.store.load_cached = lambda name: None
+        r.store.save_cached = lambda name, data: None
+        return answers(r)
+
+
+@pytest.fixture
+def texts_read(monkeypatch) -> list[str]:
+    """Ids of the tools whose lexical text was built (by a build or by following a snapshot)."""
+    read: list[str] = []
+
+    def counted(real):
+        def text(tool, config):
+            if tool.id != "probe":  # the snapshot fingerprint's own probe tool
+                read.append(tool.id)
+            return real(tool, config)
+
+        return text
+
+    for module in (semantic, snapshot):
+        monkeypatch.setattr(module, "lexical_text", counted(module.lexical_text))
+    return read
+
+
+@pytest.mark.parametrize("lexical", ["tfidf", "bm25"])
+def test_an_open_restores_the_saved_lexical_index_and_answers_as_a_build(tmp_path, texts_read, lexical):
+    db = tmp_path / "s.db"
+    config = {"lexical": lexical, "lexical_norm": "max" if lexical == "bm25" else "none"}
+    Retriever.from_catalog(tools(20), db=db, encoder=HashEncoder(64), semantic=config).close()
+    assert len(texts_read) == 20  # the writer built it once and saved it
+    assert SQLiteStore(db).load_cached(snapshot.NAME) is not None
+    texts_read.clear()
+    with Retriever.open(db) as r:
+        got = answers(r)
+    assert texts_read == []  # restored: no tool's text was read
+    assert got == from_scratch(db)
+
+
+def test_a_replica_opening_after_adds_and_removals_reads_only_the_new_tools(tmp_path, texts_read):
+    db = tmp_path / "s.db"
+    Retriever.from_catalog(tools(20), db=db, encoder=HashEncoder(64)).close()
+    with Retriever.open(db) as writer:
+        writer.add_tools(tools(1, start=50))
+        writer.remove_tools(["t3"])
+    texts_read.clear()
+    with Retriever.open(db) as r:
+        got = answers(r)
+    assert texts_read == ["t50"]
+    assert got == from_scratch(db)
+
+
+def test_a_snapshot_far_behind_is_saved_again(tmp_path, texts_read):
+    db = tmp_path / "s.db"
+    Retriever.from_catalog(tools(10), db=db, encoder=HashEncoder(64)).close()
+    with Retriever.open(db) as writer:
+        writer.add_tools(tools(5, start=50))  # half the pool again: the next open re-saves
+    texts_read.clear()
+    with Retriever.open(db) as r:
+        r.retrieve(QUERIES[0])
+    assert len(texts_read) == 5
+    texts_read.clear()
+    with Retriever.open(db) as r:
+        r.retrieve(QUERIES[0])
+    assert texts_read == []
+
+
+def test_a_damaged_or_foreign_snapshot_is_ignored_and_replaced(tmp_path, texts_read):
+    db = tmp_path / "s.db"
+    Retriever.from_catalog(tools(12), db=db, encoder=HashEncoder(64)).close()
+    expected = from_scratch(db)
+    for junk in (b"garbage", SQLiteStore(db).load_cached(snapshot.NAME)[:-50]):
+        SQLiteStore(db).save_cached(snapshot.NAME, junk)
+        texts_read.clear()
+        with Retriever.open(db) as r:
+            assert answers(r) == expected
+        assert len(texts_read) == 12  # built from the texts, and saved again
+        assert SQLiteStore(db).load_cached(snapshot.NAME) != junk
+
+
+def test_a_rebuild_with_other_lexical_settings_does_not_use_the_old_snapshot(tmp_path):
+    db = tmp_path / "s.db"
+    Retriever.from_catalog(tools(12), db=db, encoder=HashEncoder(64)).close()
+    Retriever.from_catalog(
+        tools(12), db=db, encoder=HashEncoder(64), overwrite=True, semantic={"stem": False}
+    ).close()
+    with Retriever.open(db) as r:
+        assert answers(r) == from_scratch(db)
+
+
+def test_a_store_that_cannot_save_the_snapshot_still_answers(tmp_path, monkeypatch):
+    def busy(self, name, data):
+        raise StoreBusyError("locked")
+
+    monkeypatch.setattr(SQLiteStore, "save_cached", busy)
+    db = tmp_path / "s.db"
+    Retriever.from_catalog(tools(8), db=db, encoder=HashEncoder(64)).close()
+    with Retriever.open(db) as r:
+        assert answers(r) == from_scratch(db)
+    assert SQLiteStore(db).load_cached(snapshot.NAME) is None
+
+
+def test_an_older_database_without_the_cache_table_opens_and_gains_it(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "s.db"
+    Retriever.from_catalog(tools(8), db=db, encoder=HashEncoder(64)).close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("DROP TABLE cached")
+    assert SQLiteStore(db, create=False).load_cached(snapshot.NAME) is None
+    with Retriever.open(db) as r:
+        assert answers(r) == from_scratch(db)
+    assert SQLiteStore(db, create=False).load_cached(snapshot.NAME) is not None
