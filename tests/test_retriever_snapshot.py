@@ -140,3 +140,25 @@ def test_an_older_database_without_the_cache_table_opens_and_gains_it(tmp_path):
     with Retriever.open(db) as r:
         assert answers(r) == from_scratch(db)
     assert SQLiteStore(db, create=False).load_cached(snapshot.NAME) is not None
+
+
+def test_a_first_search_does_not_wait_out_another_writers_lock_to_save_the_snapshot(tmp_path):
+    import sqlite3
+    import time
+
+    db = tmp_path / "s.db"
+    Retriever.from_catalog(tools(12), db=db, encoder=HashEncoder(64)).close()
+    expected = from_scratch(db)
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("DELETE FROM cached")  # no snapshot: the first search builds the index and saves one
+    other.execute("BEGIN IMMEDIATE")  # another process's long write holds the lock
+    try:
+        with Retriever.open(db, busy_timeout=3) as r:
+            start = time.monotonic()
+            got = answers(r)
+            took = time.monotonic() - start
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert got == expected
+    assert took < 1.5  # was busy_timeout (3 s): the save waited for the lock inside the first search

@@ -374,3 +374,20 @@ def test_put_tools_beyond_the_parameter_limit_replaces_in_place_and_appends(tmp_
     assert cat.records[2].endswith('"v": 2}') and not cat.records[1].endswith('"v": 2}')
     assert cat.embeddings[1200, 0] == 2.0 and cat.embeddings[1, 0] == 1.0
     store.close()
+
+
+def test_save_cached_gives_up_at_once_on_a_held_lock_and_other_writes_still_wait(tmp_path):
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path, busy_timeout=2)
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    start = time.monotonic()
+    with pytest.raises(StoreBusyError):
+        store.save_cached("lexical-index", b"blob")  # a cache, saved from a first search: no long wait
+    assert time.monotonic() - start < 1
+    assert store._conn.execute("PRAGMA busy_timeout").fetchone()[0] == 2000  # the store's own, back
+    other.execute("ROLLBACK")
+    other.close()
+    store.save_cached("lexical-index", b"blob")
+    assert store.load_cached("lexical-index") == b"blob"
+    store.close()

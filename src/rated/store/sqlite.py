@@ -91,6 +91,9 @@ _DURABILITY = {"full": "FULL", "normal": "NORMAL"}
 # derived data any process can recompute (``load_cached``); not in _SCHEMA, so that opening an older
 # or read-only file never needs to write
 _CACHED_TABLE = "CREATE TABLE IF NOT EXISTS cached (name TEXT PRIMARY KEY, value BLOB NOT NULL)"
+# how long ``save_cached`` waits for another writer's lock: it runs inside a first search, and a cache not
+# saved now is saved by a later open; waiting busy_timeout there held up every request of the process
+_CACHED_WAIT = 0.1
 
 
 class SQLiteStore:
@@ -372,9 +375,15 @@ class SQLiteStore:
         return bytes(rows[0][0]) if rows else None
 
     def save_cached(self, name: str, data: bytes) -> None:
-        with self._write() as conn:  # the table is made on first use: opening a file never needs it
-            conn.execute(_CACHED_TABLE)
-            conn.execute("INSERT OR REPLACE INTO cached (name, value) VALUES (?, ?)", (name, bytes(data)))
+        row = (name, bytes(data))
+        with self._lock, self._errors():  # the lock: no other thread writes under the short wait
+            self._conn.execute(f"PRAGMA busy_timeout = {int(min(_CACHED_WAIT, self.busy_timeout) * 1000)}")
+            try:
+                with self._write() as conn:  # the table is made on first use: opening a file never needs it
+                    conn.execute(_CACHED_TABLE)
+                    conn.execute("INSERT OR REPLACE INTO cached (name, value) VALUES (?, ?)", row)
+            finally:
+                self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
 
     # ---- policy state ------------------------------------------------------------------------------
     def load_states(self, keys: Iterable[str] | None = None) -> dict[str, bytes]:
