@@ -162,3 +162,16 @@ def test_a_first_search_does_not_wait_out_another_writers_lock_to_save_the_snaps
         other.close()
     assert got == expected
     assert took < 1.5  # was busy_timeout (3 s): the save waited for the lock inside the first search
+
+
+def test_a_cached_table_this_rated_cannot_read_never_fails_a_search(tmp_path):
+    import sqlite3
+
+    db = tmp_path / "s.db"
+    Retriever.from_catalog(tools(8), db=db, encoder=HashEncoder(64)).close()
+    expected = from_scratch(db)
+    with sqlite3.connect(db) as conn:  # e.g. laid out by another rated version
+        conn.execute("DROP TABLE cached")
+        conn.execute("CREATE TABLE cached (name TEXT PRIMARY KEY, blob BLOB)")
+    with Retriever.open(db) as r:
+        assert answers(r) == expected

@@ -116,12 +116,17 @@ def build_index(
 ) -> SemanticIndex:
     """The semantic index of ``tools``, whose stored records have ``digests``: its lexical part restored
     from the store's snapshot where one fits, else built; a snapshot is saved again when there was none
-    that fitted or when following it took changes to a tenth of the pool or more. Saving is best effort
-    (a busy or read-only store keeps the old snapshot, or none: the next process builds the index)."""
+    that fitted or when following it took changes to a tenth of the pool or more. Reading and saving are
+    best effort (a snapshot the store cannot give is no snapshot; a busy or read-only store keeps the old
+    one, or none: the next process builds the index)."""
     from rated.index import snapshot
     from rated.index.semantic import SemanticIndex
 
-    blob = store.load_cached(snapshot.NAME)
+    try:
+        blob = store.load_cached(snapshot.NAME)
+    except StoreError as exc:  # e.g. a cache laid out by another version: build, as without one
+        log.debug("lexical snapshot not read: %s", exc)
+        blob = None
     restored = None if blob is None else snapshot.restore(blob, config, tools, digests)
     lexical, changed = restored or (None, len(tools))
     index = SemanticIndex.build(tools, embeddings, config, lexical=lexical)
