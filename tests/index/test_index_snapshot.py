@@ -194,3 +194,22 @@ def test_build_refuses_a_lexical_index_of_other_tools():
         SemanticIndex.build(tools, vectors(4), lexical=other)
     with pytest.raises(Exception, match="not one of these tools"):
         SemanticIndex.build(tools, vectors(4), lexical=BM25Index())
+
+
+@pytest.mark.parametrize("cls", [TfidfIndex, BM25Index])
+def test_the_export_after_changes_is_a_fresh_builds_export(cls):
+    """Terms only removed tools had are not carried on: a snapshot saved by a process that followed a
+    snapshot saved by another (and so on) would otherwise keep every term the catalog ever had."""
+    tools = pool(30)
+    texts = {t.id: f"{t.name} {t.description}" for t in tools}
+    followed = cls()
+    followed.add(list(texts), list(texts.values()))
+    followed.remove(["t3", "t17", "t22"])  # each took its own "zq..x" digits with it
+    followed.add(["late"], ["a late weather tool"])
+    texts = {i: texts[i] for i in followed.ids[:-1]} | {"late": "a late weather tool"}
+    fresh = cls()
+    fresh.add(list(texts), list(texts.values()))
+    got, expected = followed.export(), fresh.export()
+    assert got.keys() == expected.keys()
+    for name in expected:
+        np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
