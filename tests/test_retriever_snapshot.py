@@ -175,3 +175,50 @@ def test_a_cached_table_this_rated_cannot_read_never_fails_a_search(tmp_path):
         conn.execute("CREATE TABLE cached (name TEXT PRIMARY KEY, blob BLOB)")
     with Retriever.open(db) as r:
         assert answers(r) == expected
+
+
+def test_a_snapshot_made_by_other_text_code_of_the_same_version_is_not_used(tmp_path, monkeypatch):
+    """Two builds of one rated version (checkouts of two commits) whose lexical text differs where the
+    fingerprint's probe tool never goes: a flat parameter map (the probe's parameters have "properties")."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    import rated.catalog.text as text
+
+    db = tmp_path / "s.db"
+    flat = [
+        Tool(
+            id=t.id,
+            name=t.name,
+            description=t.description,
+            parameters={"city": {"description": f"zebra {i}"}},
+        )
+        for i, t in enumerate(tools(12))
+    ]
+    Retriever.from_catalog(flat, db=db, encoder=HashEncoder(64)).close()
+    # the other build: the same text module, but a flat map's parameters are not read
+    source = Path(text.__file__).read_text(encoding="utf-8")
+    line = "        props = {k: v for k, v in parameters.items() if k not in "
+    assert source.count(line) == 1
+    other = tmp_path / "text.py"
+    other.write_text(
+        source.replace(line, "        props = {} and {k: v for k, v in parameters.items() if k not in ")
+    )
+    spec = importlib.util.spec_from_file_location("other_text", other)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "other_text", module)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(text, "__file__", str(other))
+    monkeypatch.setattr(text, "parameter_items", module.parameter_items)
+    snapshot.fingerprint.cache_clear()
+    try:
+        queries = ["zebra city 3", "send email zebra", "weather city"]
+        with Retriever.open(db) as r:
+            got = [[(h.id, h.score, h.semantic) for h in r.retrieve(q, k=6)] for q in queries]
+        with Retriever.open(db) as r:
+            r.store.load_cached = lambda name: None
+            expected = [[(h.id, h.score, h.semantic) for h in r.retrieve(q, k=6)] for q in queries]
+    finally:
+        snapshot.fingerprint.cache_clear()
+    assert got == expected

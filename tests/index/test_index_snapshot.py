@@ -213,3 +213,15 @@ def test_the_export_after_changes_is_a_fresh_builds_export(cls):
     assert got.keys() == expected.keys()
     for name in expected:
         np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+
+
+def test_the_fingerprint_follows_the_unicode_tables_the_tokenizer_uses(monkeypatch):
+    import unicodedata
+
+    before = snapshot.fingerprint(DEFAULT_SEMANTIC)
+    monkeypatch.setattr(unicodedata, "unidata_version", "99.0.0")  # another Python: other word characters
+    snapshot.fingerprint.cache_clear()
+    try:
+        assert snapshot.fingerprint(DEFAULT_SEMANTIC) != before
+    finally:
+        snapshot.fingerprint.cache_clear()

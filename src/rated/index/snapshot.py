@@ -2,12 +2,13 @@
 instead of reading every tool's text again (at 50,000 tools, seconds of text building and tokenizing).
 
 A snapshot holds the lexical index's arrays and, per tool, its id and the digest of its stored record. It
-is used only when it was made under the same lexical settings by the same text and tokenizer code (a
-fingerprint that includes the tokens of a fixed probe tool), and when the pool now is the saved one after
-removals and appends, which is what other writers' ``add_tools`` / ``remove_tools`` make of it: those are
-applied in place, tokenizing only the new tools. Anything else (a tool changed in place, another order, a
-damaged or foreign blob) is ignored and the index is built as usual. A snapshot is a cache, never the
-source of truth: the restored index equals a fresh build to the last bit.
+is used only when it was made under the same lexical settings by the same parsing, text and tokenizer
+code (a fingerprint of those modules' files and of the tokens of a fixed probe tool), and when the pool
+now is the saved one after removals and appends, which is what other writers' ``add_tools`` /
+``remove_tools`` make of it: those are applied in place, tokenizing only the new tools. Anything else (a
+tool changed in place, another order, a damaged or foreign blob) is ignored and the index is built as
+usual. A snapshot is a cache, never the source of truth: the restored index equals a fresh build to the
+last bit.
 
 >>> from rated import Tool
 >>> from rated.index.semantic import DEFAULT_SEMANTIC, SemanticIndex
@@ -26,10 +27,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import importlib
 import io
 import json
 import logging
+import unicodedata
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -63,16 +67,48 @@ _PROBE = Tool(
 )
 
 
+# the code that turns a stored record into a snapshot's tokens and arrays (parsing, text, tokenizer, the
+# indexes' export): rated's version names a release, not a checkout, and the probe tool sees only what it
+# exercises, so two builds of one version (a deploy from two commits) are told apart by these files
+_CODE = (
+    "rated.catalog.schema",
+    "rated.catalog.text",
+    "rated.index.tokenize",
+    "rated.index.refit",
+    "rated.index.lexical",
+    "rated.index.tfidf",
+    "rated.index.snapshot",
+)
+
+
+def _code() -> list[Any]:
+    """A digest of each module in ``_CODE``'s file, and what else decides the tokens: the Unicode tables
+    (word characters, lower case), the record parser's version and the stop words."""
+    import pydantic
+
+    from rated.index.tokenize import STOP_WORDS
+
+    digests = []
+    for name in _CODE:
+        try:
+            data = Path(importlib.import_module(name).__file__ or "").read_bytes()
+        except OSError:  # no file to read (a frozen build): the version and the probe still count
+            data = b""
+        digests.append(hashlib.blake2b(data, digest_size=16).hexdigest())
+    return [digests, unicodedata.unidata_version, pydantic.VERSION, sorted(STOP_WORDS)]
+
+
 @functools.lru_cache(maxsize=16)
 def fingerprint(config: SemanticConfig) -> str:
-    """What a snapshot must have been made under to be used: format, rated version, lexical settings and
-    the probe tool's tokens."""
+    """What a snapshot must have been made under to be used: format, rated version and code, lexical
+    settings and the probe tool's tokens."""
     from rated import __version__
     from rated.index.semantic import new_lexical_index
 
     lexical = new_lexical_index(config)
     probe = [] if lexical is None else lexical.tokens(lexical_text(_PROBE, config.lexical_text))
-    parts = [FORMAT, __version__, config.lexical, config.stem, dataclasses.asdict(config.lexical_text), probe]
+    settings = [config.lexical, config.stem, dataclasses.asdict(config.lexical_text)]
+    parts = [FORMAT, __version__, _code(), *settings, probe]
     return hashlib.blake2b(json.dumps(parts, sort_keys=True).encode(), digest_size=16).hexdigest()
 
 
