@@ -170,8 +170,8 @@ class Retriever:
             except IndexExistsError:
                 raise _index_exists(db) from None
             retriever = cls(store, encoder, policy, meta, clock=clock, query_cache=query_cache)
-            with retriever._lock:  # built now, and its lexical snapshot saved: the next open restores it
-                retriever._search_index()
+            with retriever._lock, setup.progress_status(progress, f"indexing {len(tools):,} tools"):
+                retriever._search_index()  # built now, its lexical snapshot saved: the next open restores it
             return retriever
 
     @classmethod

@@ -39,6 +39,7 @@ __all__ = [
     "encode_tools",
     "parse_record",
     "policy_params",
+    "progress_status",
     "put_tools",
     "rated_version",
     "replace_catalog",
@@ -138,6 +139,18 @@ def build_index(
             except StoreError as exc:
                 log.debug("lexical snapshot not saved: %s", exc)
     return index
+
+
+@contextmanager
+def progress_status(show: bool, message: str) -> Iterator[None]:
+    """A spinner on stderr with ``message`` while a long step runs, when ``show``."""
+    if not show:
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(message):
+        yield
 
 
 @contextmanager
