@@ -32,6 +32,7 @@ import gc
 import json
 import os
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -260,6 +261,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         base,
     )
     r.close(), r_full.close(), r_cached.close()
+    shutil.rmtree(tmp, ignore_errors=True)
 
     load = os.getloadavg()[0]
     table = Table(

@@ -40,6 +40,7 @@ import json
 import multiprocessing as mp
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -203,6 +204,7 @@ def measure(source: str, size: int, calls: int, hnsw: bool, seed: int) -> dict[s
         out["hnsw recall@10"] = float(np.mean(shared))
     r.close()
     out["db"] = sum(p.stat().st_size for p in tmp.glob("scale.db*")) / 2**20
+    shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
