@@ -225,3 +225,15 @@ def test_the_fingerprint_follows_the_unicode_tables_the_tokenizer_uses(monkeypat
         assert snapshot.fingerprint(DEFAULT_SEMANTIC) != before
     finally:
         snapshot.fingerprint.cache_clear()
+
+
+def test_a_compressed_snapshot_is_refused_without_inflating_it():
+    """np.savez writes members stored as they are; a compressed one (a zip bomb) is never read."""
+    tools = pool(6)
+    digests = [digest(t) for t in tools]
+    built = SemanticIndex.build(tools, vectors(6))
+    members = np.load(io.BytesIO(snapshot.dump(built, digests)), allow_pickle=False)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **{name: members[name] for name in members.files})
+    assert snapshot.restore(buf.getvalue(), DEFAULT_SEMANTIC, tools, digests) is None
+    assert snapshot.restore(snapshot.dump(built, digests), DEFAULT_SEMANTIC, tools, digests) is not None

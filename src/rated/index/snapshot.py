@@ -32,6 +32,7 @@ import io
 import json
 import logging
 import unicodedata
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -151,6 +152,9 @@ def _restore(
 ) -> tuple[BM25Index | TfidfIndex, int] | None:
     from rated.index.semantic import new_lexical_index
 
+    with zipfile.ZipFile(io.BytesIO(blob)) as archive:  # as np.savez writes it: nothing to inflate
+        if any(m.compress_type != zipfile.ZIP_STORED or m.file_size > len(blob) for m in archive.infolist()):
+            return None
     with np.load(io.BytesIO(blob), allow_pickle=False) as saved:
         header = _from_json(saved["header"])
         if header.get("format") != FORMAT or header.get("fingerprint") != fingerprint(config):
