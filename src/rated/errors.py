@@ -5,6 +5,7 @@ Every error derives from one root so that callers can catch everything with a si
     RatedError
     ├── ConfigError          bad option or setting (weights, k, paths)
     ├── CatalogError         malformed catalog: ``.problems`` lists every (location, field, reason)
+    │   └── ToolExistsError  tools to add whose ids are indexed already (``.tool_ids``)
     ├── QueryError           empty, non-text or oversized query
     ├── UnknownToolError     a tool id that the catalog does not hold (``.tool_id``)
     ├── IndexFormatError     an index/model folder written by another format version, or damaged
@@ -18,6 +19,7 @@ The CLI maps each class to a non-zero exit code and one clear line; the HTTP ser
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rated.shown import shown
@@ -33,6 +35,7 @@ __all__ = [
     "RatedError",
     "StoreBusyError",
     "StoreError",
+    "ToolExistsError",
     "UnknownToolError",
 ]
 
@@ -71,6 +74,25 @@ class CatalogError(RatedError, ValueError):
             detail = f"\n{shown}{more}"
         prefix = f"{path}: " if path else ""
         super().__init__(f"{prefix}{message}{detail}")
+
+
+class ToolExistsError(CatalogError):
+    """Tools to add whose ids the index holds already (``tool_ids``): adding never overwrites a tool, whose
+    learned state belongs to the tool it was learned for. One line names them; ``problems`` has one each."""
+
+    def __init__(self, tool_ids: Sequence[str]):
+        self.tool_ids = list(tool_ids)
+        n = len(self.tool_ids)
+        listed = ", ".join(shown(i, 80) for i in self.tool_ids[:10])
+        more = f" and {n - 10} more" if n > 10 else ""
+        super().__init__(
+            f"{n} tool id(s) already indexed: {listed}{more} "
+            "(remove them first, or give the new tools other ids)"
+        )
+        # set after the message, which stays one line (a CatalogError lists its problems below it)
+        self.problems = [
+            CatalogProblem(f"tool {shown(i, 80)}", "id", "already in the index") for i in self.tool_ids
+        ]
 
 
 class QueryError(RatedError, ValueError):

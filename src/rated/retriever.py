@@ -39,20 +39,18 @@ from rated.catalog.schema import Tool
 from rated.encode.base import Encoder
 from rated.encode.query_cache import DEFAULT_QUERY_CACHE, QueryCache
 from rated.errors import (
-    CatalogError,
-    CatalogProblem,
     ConfigError,
     QueryError,
     StoreError,
+    ToolExistsError,
     UnknownToolError,
 )
 from rated.hits import Hit, ToolHealth
-from rated.index.ids import check_known_ids
 from rated.index.semantic import SemanticIndex
 from rated.outcome import Outcome, OutcomeKind, finite_seconds
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking, all_finite
 from rated.shown import shown
-from rated.store.base import IndexExistsError, OutcomeRecord, OutcomeStats, Store
+from rated.store.base import IndexExistsError, LastToolError, OutcomeRecord, OutcomeStats, Store
 from rated.store.codec import decode_state, encode_state
 from rated.store.meta import EncoderIdentity, IndexMeta
 from rated.store.open import open_store
@@ -385,7 +383,12 @@ class Retriever:
     def add_tools(
         self, tools: str | Path | Sequence[Tool | Mapping[str, Any]], *, progress: bool = False
     ) -> None:
-        """Encode and add tools; the others are not re-encoded and keep their prior and learned state."""
+        """Encode and add tools; the others are not re-encoded and keep their prior and learned state.
+
+        ``ToolExistsError`` (a ``CatalogError``) names every id the index holds already, and nothing is
+        added. The new tools are encoded without holding up this retriever's ``retrieve`` and ``feedback``
+        calls (seconds for hundreds of tools with a real model), then checked again before they are stored.
+        """
         from rated.catalog.prior import PriorStats, score_new
 
         new = setup.as_tools(tools)
@@ -395,12 +398,15 @@ class Retriever:
         new = [setup.parse_record(r, t.id, "the tools to add") for r, t in zip(records, new, strict=True)]
         with self._lock:
             self._refresh()
-            clash = [t.id for t in new if t.id in self._by_id]
-            if clash:
-                problems = [CatalogProblem(f"tool {t!r}", "id", "already in the index") for t in clash]
-                raise CatalogError(f"{len(clash)} tool id(s) already indexed", problems)
-            embeddings = setup.encode_tools(self._encoder, new, progress)
-            prior = score_new(new, self._encoder, PriorStats.from_dict(self._meta.prior_stats))
+            self._check_new(new)  # before the encoding: a clash is refused at once
+            stats = self._meta.prior_stats
+        embeddings = setup.encode_tools(self._encoder, new, progress)
+        prior = score_new(new, self._encoder, PriorStats.from_dict(stats))
+        with self._lock:
+            self._refresh()  # another writer may have added one of them (or rebuilt the index) meanwhile
+            self._check_new(new)
+            if self._meta.prior_stats != stats:  # rebuilt meanwhile with the same encoder and policy
+                prior = score_new(new, self._encoder, PriorStats.from_dict(self._meta.prior_stats))
             version = setup.put_tools(self._store, new, embeddings, prior)
             index = self._search_index()
             self._change_index(index.add, new, embeddings)
@@ -411,20 +417,27 @@ class Retriever:
             )
             self._own_catalog_change(version)
 
-    def remove_tools(self, tool_ids: Iterable[str]) -> None:
-        """Drop tools (and their learned state); ``UnknownToolError`` if one is not indexed."""
+    def _check_new(self, tools: Sequence[Tool]) -> None:
+        clash = [t.id for t in tools if t.id in self._by_id]
+        if clash:
+            raise ToolExistsError(clash)
+
+    def remove_tools(self, tool_ids: Iterable[str]) -> list[str]:
+        """Drop tools (and their learned state); ``UnknownToolError`` if one is not indexed, ``LastToolError``
+        (a ``ConfigError``) if none would remain, and nothing is removed then. Returns the ids removed, as
+        the catalog spells them (an id is found in either Unicode normal form, as ``feedback`` finds it)."""
         if not isinstance(tool_ids, (str, Iterable)):
             raise ConfigError(
                 f"remove_tools takes a tool id or a list of them, got {type(tool_ids).__name__}"
             )
-        ids = list(dict.fromkeys([tool_ids] if isinstance(tool_ids, str) else tool_ids))
-        if not ids:
-            return  # nothing to do: no catalog change for other retrievers to reload
+        given = list([tool_ids] if isinstance(tool_ids, str) else tool_ids)
+        if not given:
+            return []  # nothing to do: no catalog change for other retrievers to reload
         with self._lock:
             self._refresh()
-            check_known_ids(ids, self._by_id)
+            ids = list(dict.fromkeys(self._known_id(i) for i in given))
             if len(ids) >= len(self._by_id):
-                raise ConfigError("cannot remove every tool: an index needs at least one")
+                raise LastToolError("cannot remove every tool: an index needs at least one")
             index = self._search_index()
             version = self._store.delete_tools(ids, keep_one=True)  # re-checked inside the change
             self._change_index(index.remove, ids)
@@ -435,6 +448,16 @@ class Retriever:
             # what the policy learned from these tools beyond their states goes with them (_load_states)
             self._set_pool(index.tools, self._prior_by_id)
             self._own_catalog_change(version)
+            return ids
+
+    def _known_id(self, tool_id: object) -> str:
+        """``tool_id`` as the catalog spells it (either Unicode normal form, as ``feedback`` accepts it)."""
+        tool = None
+        if isinstance(tool_id, str):
+            tool = self._by_id.get(tool_id) or self._by_id.get(_other_normal_form(tool_id))
+        if tool is None:
+            raise UnknownToolError(tool_id)  # type: ignore[arg-type]
+        return tool.id
 
     # ---- inspection --------------------------------------------------------------------------------
     def refresh(self) -> None:

@@ -1,0 +1,99 @@
+"""``add_tools`` / ``remove_tools`` as the CLI and the service use them: the tools are encoded outside the
+retriever's lock and checked again before they are stored; the errors say which ids and change nothing."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+
+from rated import Tool
+from rated.catalog.prior import PriorStats, score_new
+from rated.encode.testing import HashEncoder
+from rated.errors import CatalogError, ConfigError, ToolExistsError, UnknownToolError
+from rated.retriever import Retriever
+from rated.store.base import LastToolError
+
+TOOLS = [
+    Tool(id="mail", name="send_email", description="Send an email message"),
+    Tool(id="weather", name="weather_forecast", description="Weather forecast for a city"),
+]
+SMS = Tool(id="sms", name="send_sms", description="Send an SMS text message")
+
+
+class _HookEncoder(HashEncoder):
+    """Runs ``hook`` once, the first time tools are encoded (as another writer acting meanwhile)."""
+
+    hook = None
+
+    def encode_tools(self, texts, *, batch_size=64, progress=False):
+        hook, self.hook = self.hook, None
+        if hook is not None:
+            hook()
+        return super().encode_tools(texts, batch_size=batch_size, progress=progress)
+
+
+def test_an_id_another_writer_adds_during_the_encoding_is_refused_and_its_tool_kept(tmp_path):
+    db = tmp_path / "r.db"
+    Retriever.from_catalog(TOOLS, db=db, encoder=HashEncoder(32)).close()
+    theirs = Tool(id="sms", name="sms_gateway", description="Their SMS tool")
+    encoder = _HookEncoder(32)
+    with Retriever.open(db, encoder=encoder) as mine, Retriever.open(db) as other:
+        encoder.hook = lambda: other.add_tools([theirs])
+        with pytest.raises(ToolExistsError) as caught:
+            mine.add_tools([SMS, Tool(id="fax", name="send_fax")])
+        assert caught.value.tool_ids == ["sms"]
+        assert mine.tool("sms").name == "sms_gateway" and "fax" not in {t.tool.id for t in mine.tools()}
+    with Retriever.open(db) as fresh:
+        assert fresh.tool("sms").name == "sms_gateway" and len(fresh) == 3
+
+
+def test_a_rebuild_during_the_encoding_scores_the_prior_with_the_new_statistics(tmp_path):
+    db = tmp_path / "r.db"
+    Retriever.from_catalog(TOOLS, db=db, encoder=HashEncoder(32)).close()
+    rebuilt = [*TOOLS, Tool(id="stock", name="get_stock_price", description="Stock price", tags=("a", "b"))]
+    encoder = _HookEncoder(32)
+    with Retriever.open(db, encoder=encoder) as r:
+        stats = r.meta.prior_stats
+        encoder.hook = lambda: Retriever.from_catalog(
+            rebuilt, db=db, encoder=HashEncoder(32), overwrite=True
+        ).close()
+        r.add_tools([SMS])
+        assert r.meta.prior_stats != stats
+        expected = score_new([SMS], HashEncoder(32), PriorStats.from_dict(r.meta.prior_stats)).r_static[0]
+        assert r.health("sms").prior == pytest.approx(float(expected), abs=1e-6)
+        assert len(r) == 4
+
+
+def test_tool_exists_error_is_one_line_naming_the_ids():
+    r = Retriever.from_catalog(TOOLS, encoder=HashEncoder(32))
+    with pytest.raises(ToolExistsError) as caught:
+        r.add_tools([*TOOLS, SMS])
+    exc = caught.value
+    assert isinstance(exc, CatalogError) and exc.tool_ids == ["mail", "weather"]
+    assert str(exc) == (
+        "2 tool id(s) already indexed: 'mail', 'weather' (remove them first, or give the new tools other ids)"
+    )
+    assert [str(p) for p in exc.problems] == [
+        "tool 'mail', field 'id': already in the index",
+        "tool 'weather', field 'id': already in the index",
+    ]
+    assert len(r) == 2
+    many = ToolExistsError([f"t{i}" for i in range(12)])
+    assert "'t9' and 2 more" in str(many) and "\n" not in str(many) and len(many.problems) == 12
+
+
+def test_remove_returns_the_ids_as_spelled_and_refuses_all_or_nothing():
+    cafe = unicodedata.normalize("NFC", "café")
+    r = Retriever.from_catalog([*TOOLS, Tool(id=cafe, name="order_coffee")], encoder=HashEncoder(32))
+    r.index  # noqa: B018 - built: a refused removal must leave the built index alone too
+    with pytest.raises(UnknownToolError, match="'nope'"):
+        r.remove_tools(["mail", "nope"])
+    with pytest.raises(LastToolError, match="every tool") as caught:
+        r.remove_tools(["mail", "weather", cafe])
+    assert isinstance(caught.value, ConfigError)
+    assert len(r) == 3
+    assert r.remove_tools([unicodedata.normalize("NFD", cafe), cafe]) == [cafe]  # found once, either form
+    assert r.remove_tools([]) == []
+    assert {t.tool.id for t in r.tools()} == {"mail", "weather"}
+    assert {h.tool.id for h in r.retrieve("order coffee", k=5)} == {"mail", "weather"}
