@@ -14,6 +14,7 @@ from rated.cli import (
     bench_dynamic,
     bench_offline,
     catalog_cmds,
+    catalog_edit_cmds,
     data_cmds,
     index_cmds,
     serve_cmds,
@@ -24,7 +25,16 @@ from rated.errors import CatalogError, ConfigError, DataError, QueryError, Rated
 
 __all__ = ["build_parser", "main"]
 
-GROUPS = (index_cmds, catalog_cmds, data_cmds, bench_offline, bench_dynamic, train_cmds, serve_cmds)
+GROUPS = (
+    index_cmds,
+    catalog_edit_cmds,
+    catalog_cmds,
+    data_cmds,
+    bench_offline,
+    bench_dynamic,
+    train_cmds,
+    serve_cmds,
+)
 
 EXIT_CODES: tuple[tuple[type[RatedError], int], ...] = (
     (ConfigError, 2),
