@@ -16,10 +16,12 @@ from rated.errors import (
     RatedError,
     StoreBusyError,
     StoreError,
+    ToolExistsError,
     UnknownToolError,
 )
 from rated.service.auth import AUTH_CHALLENGE, Unauthorized
 from rated.shown import clipped
+from rated.store.base import LastToolError
 
 __all__ = ["STATUS", "error_response", "install_error_handler", "status_of", "validation_detail"]
 
@@ -28,6 +30,8 @@ _SHOWN = 5  # problems listed in a validation error; a body with 300 unknown fie
 # first match wins: subclasses before their parents
 STATUS: tuple[tuple[type[RatedError], int], ...] = (
     (Unauthorized, 401),
+    (ToolExistsError, 409),  # the request is fine; the index as it stands refuses it (a CatalogError)
+    (LastToolError, 409),  # removing the last tool (a ConfigError)
     (QueryError, 422),
     (ConfigError, 422),
     (CatalogError, 422),

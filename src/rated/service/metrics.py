@@ -51,6 +51,14 @@ class Metrics:
             "Times the index was rebuilt under the service with another encoder or policy and reopened",
             registry=self.registry,
         )
+        self.catalog_changes = Counter(
+            "rated_catalog_changes_total",
+            "Tools added (POST /tools) or removed (DELETE /tools/{id}) through this service, by change",
+            ["change"],
+            registry=self.registry,
+        )
+        for change in ("added", "removed"):  # exposed at 0 from the start: rate() sees the first change
+            self.catalog_changes.labels(change)
         self.tools = Gauge("rated_tools", "Tools in the served catalog", registry=self.registry)
         self.unhealthy = Gauge(
             "rated_unhealthy_tools",

@@ -22,6 +22,9 @@ __all__ = [
     "RetrieveManyOut",
     "RetrieveOut",
     "ToolOut",
+    "ToolRemovedOut",
+    "ToolsAddedOut",
+    "ToolsIn",
     "ToolsOut",
 ]
 
@@ -51,6 +54,15 @@ class FeedbackIn(_In):
     query: str | None = Field(None, description="the request the tool was called for")
     retry_after: float | None = Field(
         None, ge=0, allow_inf_nan=False, description="rate-limit hint, seconds (finite)"
+    )
+
+
+class ToolsIn(_In):
+    tools: list[dict[str, Any]] = Field(
+        description="the tools to add: Tool records (id, name, description, parameters, endpoint, source, "
+        "provider, tags, auth, ...; only id and name are required), or OpenAI, Anthropic or MCP tool "
+        "definitions (ids made as '<source>:<name>'), as `rated add` reads a {\"tools\": [...]} file",
+        examples=[[{"id": "sms.send", "name": "send_sms", "description": "Send an SMS to a phone number"}]],
     )
 
 
@@ -144,6 +156,17 @@ class ToolOut(BaseModel):
 class ToolsOut(BaseModel):
     count: int
     data: list[ToolOut]
+
+
+class ToolsAddedOut(BaseModel):
+    added: list[str] = Field(description="the ids of the tools added, in the order given")
+    count: int
+    tools: int = Field(description="tools in the index after the change")
+
+
+class ToolRemovedOut(BaseModel):
+    removed: str = Field(description="the id removed, as the catalog spells it")
+    tools: int = Field(description="tools in the index after the change")
 
 
 class HealthOut(BaseModel):

@@ -1,12 +1,22 @@
-"""``GET /tools`` and ``GET /tools/{tool_id}``: indexed tools with their current health."""
+"""``GET /tools`` and ``GET /tools/{tool_id}``: indexed tools with their current health; ``POST /tools`` and
+``DELETE /tools/{tool_id}``: change the catalog of the live index, keeping every other tool's learned state.
+
+The writes are ``Retriever.add_tools`` / ``remove_tools`` through ``Reopening`` like every route: plain
+``def`` handlers, so the encoding of new tools runs in the thread pool, not on the event loop. A request
+that fails changes nothing: ids already indexed (409), invalid tools (422), an unknown id (404), or
+removing the last tool (409). Other replicas on the same store follow the change in place. Not offered
+over MCP: agents find tools and report outcomes, they do not edit the catalog.
+"""
 
 from __future__ import annotations
 
 from fastapi import APIRouter
 
-from rated.service.deps import ServingDep
-from rated.service.routes._errors import responses
-from rated.service.schemas import ToolOut, ToolsOut
+from rated.catalog.loaders import load_catalog
+from rated.retriever import Retriever
+from rated.service.deps import MetricsDep, ServingDep
+from rated.service.routes._errors import BODY, responses
+from rated.service.schemas import ToolOut, ToolRemovedOut, ToolsAddedOut, ToolsIn, ToolsOut
 
 __all__ = ["router"]
 
@@ -19,6 +29,33 @@ def list_tools(serving: ServingDep, unhealthy: bool = False) -> ToolsOut:
     return ToolsOut(count=len(rows), data=rows)
 
 
+@router.post("", status_code=201, response_model=ToolsAddedOut, responses=responses(*BODY, 409, 503))
+def add_tools(body: ToolsIn, serving: ServingDep, metrics: MetricsDep) -> ToolsAddedOut:
+    """Encode and add tools with the index's own encoder; the others keep their prior and learned state."""
+    tools = load_catalog({"tools": body.tools})  # every problem at once (422), located as tools[i]
+
+    def add(r: Retriever) -> int:
+        r.add_tools(tools)
+        return len(r)
+
+    total = serving.call(add)
+    metrics.catalog_changes.labels("added").inc(len(tools))
+    return ToolsAddedOut(added=[t.id for t in tools], count=len(tools), tools=total)
+
+
 @router.get("/{tool_id:path}", response_model=ToolOut, responses=responses(404, 422, 503))
 def get_tool(tool_id: str, serving: ServingDep) -> ToolOut:
     return ToolOut.of(serving.call(lambda r: r.health(tool_id)))
+
+
+@router.delete("/{tool_id:path}", response_model=ToolRemovedOut, responses=responses(404, 409, 422, 503))
+def remove_tool(tool_id: str, serving: ServingDep, metrics: MetricsDep) -> ToolRemovedOut:
+    """Remove a tool and its learned state (409 for the last tool: an index needs one)."""
+
+    def remove(r: Retriever) -> tuple[str, int]:
+        (removed,) = r.remove_tools([tool_id])
+        return removed, len(r)
+
+    removed, total = serving.call(remove)
+    metrics.catalog_changes.labels("removed").inc()
+    return ToolRemovedOut(removed=removed, tools=total)
