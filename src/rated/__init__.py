@@ -15,6 +15,7 @@ from rated.errors import (
     RatedError,
     StoreBusyError,
     StoreError,
+    ToolExistsError,
     UnknownToolError,
 )
 from rated.outcome import Outcome, OutcomeKind
@@ -46,6 +47,7 @@ __all__ = [
     "StoreBusyError",
     "StoreError",
     "Tool",
+    "ToolExistsError",
     "ToolHealth",
     "UnknownToolError",
     "__version__",
