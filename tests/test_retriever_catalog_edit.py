@@ -48,6 +48,31 @@ def test_an_id_another_writer_adds_during_the_encoding_is_refused_and_its_tool_k
         assert fresh.tool("sms").name == "sms_gateway" and len(fresh) == 3
 
 
+def test_an_id_another_process_stores_after_the_last_check_is_refused_by_the_store(tmp_path, monkeypatch):
+    """The retriever's own check runs before the write; a writer landing in between is caught by the store,
+    inside the change (it used to replace the other writer's tool)."""
+    from rated import retriever_setup
+
+    db = tmp_path / "r.db"
+    Retriever.from_catalog(TOOLS, db=db, encoder=HashEncoder(32)).close()
+    theirs = Tool(id="sms", name="sms_gateway", description="Their SMS tool")
+    real = retriever_setup.put_tools
+
+    def landing_first(store, *args):
+        monkeypatch.setattr(retriever_setup, "put_tools", real)  # the other writer's own add is plain
+        with Retriever.open(db) as other:
+            other.add_tools([theirs])
+        return real(store, *args)
+
+    with Retriever.open(db) as mine:
+        monkeypatch.setattr(retriever_setup, "put_tools", landing_first)
+        with pytest.raises(ToolExistsError):
+            mine.add_tools([SMS])
+        assert mine.tool("sms").name == "sms_gateway" and len(mine) == 3
+    with Retriever.open(db) as fresh:
+        assert fresh.tool("sms").name == "sms_gateway"
+
+
 def test_a_rebuild_during_the_encoding_scores_the_prior_with_the_new_statistics(tmp_path):
     db = tmp_path / "r.db"
     Retriever.from_catalog(TOOLS, db=db, encoder=HashEncoder(32)).close()

@@ -80,8 +80,9 @@ def parse_record(record: str, tool_id: str, where: str = "store") -> Tool:
 
 
 def put_tools(store: Store, tools: Sequence[Tool], embeddings: np.ndarray, prior: PriorResult) -> int:
-    """Persist ``tools`` with their embeddings and prior (r_static and its per-tool detail)."""
-    return store.put_tools(*_tool_rows(tools, embeddings, prior))
+    """Persist new ``tools`` with their embeddings and prior (r_static and its per-tool detail);
+    ``ToolExistsError`` when the store holds one of them already (checked inside the change)."""
+    return store.put_tools(*_tool_rows(tools, embeddings, prior), new_only=True)
 
 
 def replace_catalog(

@@ -293,3 +293,24 @@ def test_cached_data_round_trips_or_is_absent(store):
     store.save_cached("lexical-index", b"newer")
     assert store.load_cached("lexical-index") in (b"newer", None)
     assert store.load_cached("other") is None
+
+
+def test_put_tools_new_only_refuses_an_id_already_stored_and_changes_nothing(store):
+    from rated.errors import ToolExistsError
+
+    _put(store, ["a", "b"])
+    version, before = store.catalog_version(), store.load_catalog()
+    with pytest.raises(ToolExistsError) as caught:
+        store.put_tools(
+            ["c", "b"],
+            ['{"id": "c"}', '{"id": "b2"}'],
+            np.ones((2, 3), np.float32),
+            np.ones(2),
+            new_only=True,
+        )
+    assert caught.value.tool_ids == ["b"]
+    after = store.load_catalog()
+    assert (after.ids, after.records) == (before.ids, before.records)
+    assert store.catalog_version() == version
+    store.put_tools(["c"], ['{"id": "c"}'], np.ones((1, 3), np.float32), np.ones(1), new_only=True)
+    assert store.load_catalog().ids == ("a", "b", "c")

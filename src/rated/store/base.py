@@ -122,10 +122,15 @@ class CatalogStore(Protocol):
         embeddings: np.ndarray,
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        new_only: bool = False,
     ) -> int:
         """Insert (at the end) or replace (in place) tools with embeddings and prior, atomically.
 
         Returns the catalog version after the change (so the writer can tell its own change from others').
+        ``new_only``: raise ``ToolExistsError`` (and change nothing) when the store holds one of the ids,
+        checked inside the change, so that of two writers adding the same id the second is refused instead
+        of replacing the first's tool.
         """
         ...
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from rated.errors import ToolExistsError
 from rated.store.base import IndexExistsError, LastToolError, OutcomeRecord, OutcomeStats, StoredCatalog
 from rated.store.rows import check_tool_rows, empty_catalog_dim
 from rated.store.stats import recent_outcomes, summarise_outcomes
@@ -61,9 +62,14 @@ class MemoryStore:
         embeddings: np.ndarray,
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        new_only: bool = False,
     ) -> int:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
         with self._lock:
+            found = [i for i in dict.fromkeys(ids) if i in self._tools] if new_only else []
+            if found:
+                raise ToolExistsError(found)
             self._put_rows(ids, records, emb, prior, details)
             self._catalog_version += 1
             return self._catalog_version

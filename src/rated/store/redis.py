@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
+from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError, ToolExistsError
 from rated.store.base import (
     FORMAT_VERSION,
     IndexExistsError,
@@ -337,11 +337,16 @@ class RedisStore:
         embeddings: np.ndarray,
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        new_only: bool = False,
     ) -> int:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
 
         def body(pipe: Any) -> Callable[[list[Any]], int]:
             scores = pipe.zmscore(self._k("order"), list(ids)) if ids else []
+            found = [i for i, score in zip(ids, scores, strict=True) if score is not None] if new_only else []
+            if found:  # read under WATCH: of two writers adding one id, the second is refused
+                raise ToolExistsError(list(dict.fromkeys(found)))
             last = pipe.zrange(self._k("order"), -1, -1, withscores=True)
             top = float(last[0][1]) if last else -1.0
             pipe.multi()

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
+from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError, ToolExistsError
 from rated.store.base import (
     FORMAT_VERSION,
     IndexExistsError,
@@ -274,9 +274,16 @@ class SQLiteStore:
         embeddings: np.ndarray,
         prior: np.ndarray,
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        new_only: bool = False,
     ) -> int:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
         with self._write() as conn:
+            if new_only:  # checked inside the change: of two writers adding one id, the second is refused
+                read = lambda sql, args: conn.execute(sql, args).fetchall()  # noqa: E731
+                found = {r[0] for r in _select_in(read, "SELECT id FROM tools WHERE id IN ({})", list(ids))}
+                if found:
+                    raise ToolExistsError([i for i in dict.fromkeys(ids) if i in found])
             self._insert_tools(conn, ids, records, emb, prior, details)
             return self._bump_catalog(conn)
 
