@@ -36,6 +36,7 @@ import numpy as np
 
 from rated import retriever_setup as setup
 from rated.catalog.schema import Tool
+from rated.catalog_sync import SyncPlan, SyncReport, plan_sync
 from rated.encode.base import Encoder
 from rated.encode.query_cache import DEFAULT_QUERY_CACHE, QueryCache
 from rated.errors import (
@@ -55,12 +56,13 @@ from rated.store.codec import decode_state, encode_state
 from rated.store.meta import EncoderIdentity, IndexMeta
 from rated.store.open import open_store
 
-__all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "ToolHealth"]
+__all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "SyncReport", "ToolHealth"]
 
 DEFAULT_POLICY = "rated"
 _STORE_OPTIONS = ("durability", "busy_timeout", "namespace", "max_outcomes")
 _BANDIT_NAMES = ("bandit", "mab", "health")  # what policies call their feedback-learned component
 _NO_LIMIT = 2**62  # an outcomes() limit above this is no limit
+_SYNC_TRIES = 4  # encodings in one sync while other writers keep changing the tools it syncs
 _RELOAD_TRIES = 3  # catalog reloads in one refresh while rebuilds keep landing mid-way (then: next refresh)
 
 
@@ -458,6 +460,98 @@ class Retriever:
         if tool is None:
             raise UnknownToolError(tool_id)  # type: ignore[arg-type]
         return tool.id
+
+    def sync_tools(
+        self,
+        tools: str | Path | Sequence[Tool | Mapping[str, Any]],
+        *,
+        prune: bool = False,
+        progress: bool = False,
+    ) -> SyncReport:
+        """Make the index hold ``tools`` as given, without a rebuild: new ids are added, tools whose record
+        changed (description, parameters, anything) are re-encoded and replaced in place, keeping their
+        learned state, and tools as stored cost nothing. ``prune``: indexed tools not in ``tools`` are
+        removed with their state (``LastToolError``, nothing changed, when that would be every one).
+
+        The changed tools are encoded without holding up ``retrieve`` and ``feedback``, then the index
+        is compared again (another writer may have changed it meanwhile) before the store takes them.
+        Two ordered store changes: the added and updated tools in one, then the pruned ones removed in
+        another. Interrupted between them, the catalog is consistent: it holds every given tool as given
+        and the tools still to prune, which the next sync removes. Nothing to do: no change at all, so
+        other retrievers do not reload."""
+        if not isinstance(prune, bool):
+            raise ConfigError(f"prune must be True or False, got {shown(prune)}")
+        given = setup.as_tools(tools)
+        records = [t.model_dump_json() for t in given]  # compared with, and stored as, what the store keeps
+        given = [
+            setup.parse_record(r, t.id, "the tools to sync") for r, t in zip(records, given, strict=True)
+        ]
+        ids, digests = [t.id for t in given], [_digest(r) for r in records]
+        embeddings: dict[int, np.ndarray] = {}  # position in ``given`` -> its embedding (encoded once)
+        priors: dict[int, tuple[float, dict[str, Any]]] = {}  # -> its prior, scored with ``stats``
+        stats: Mapping[str, Any] | None = None
+        for _ in range(_SYNC_TRIES):
+            with self._lock:
+                self._refresh()
+                plan = plan_sync(ids, digests, {k: v[0] for k, v in self._parsed.items()}, self._ids, prune)
+                if stats != self._meta.prior_stats:  # first pass, or rebuilt meanwhile (same encoder, policy)
+                    stats, priors = self._meta.prior_stats, {}
+                todo = [i for i in plan.changed if i not in embeddings]
+                unscored = [i for i in plan.changed if i not in priors]
+                if not todo:
+                    priors.update(self._score_prior(given, unscored, stats))  # nothing, unless rebuilt
+                    self._apply_sync(plan, ids, records, embeddings, priors)
+                    return plan.report
+            vectors = setup.encode_tools(self._encoder, [given[i] for i in todo], progress)
+            embeddings.update(zip(todo, vectors, strict=True))
+            priors.update(self._score_prior(given, unscored, stats))
+        raise StoreError(
+            f"{setup.describe_db(self._store)}: the catalog kept changing while the sync encoded its tools; "
+            "nothing was synced: try again"
+        )
+
+    def _score_prior(
+        self, tools: Sequence[Tool], positions: Sequence[int], stats: Mapping[str, Any]
+    ) -> dict[int, tuple[float, dict[str, Any]]]:
+        """The prior of ``tools[positions]`` (r_static and its detail), with the index's statistics."""
+        from rated.catalog.prior import PriorStats, score_new
+
+        if not positions:
+            return {}
+        prior = score_new([tools[i] for i in positions], self._encoder, PriorStats.from_dict(stats))
+        return {i: (float(prior.r_static[j]), prior.record(j)) for j, i in enumerate(positions)}
+
+    def _apply_sync(
+        self,
+        plan: SyncPlan,
+        ids: Sequence[str],
+        records: Sequence[str],
+        embeddings: Mapping[int, np.ndarray],
+        priors: Mapping[int, tuple[float, dict[str, Any]]],
+    ) -> None:
+        """Store what ``plan`` changes (call with the lock held), then reload the pool from the store: a tool
+        changed in place cannot be followed (``SemanticIndex.follow``), so the index is built again, as a
+        process opening the store now builds it, and its lexical snapshot saved for the others."""
+        report, changed = plan.report, plan.changed
+        if not report.changed:
+            return
+        try:
+            if changed:  # new ids appended, known ones replaced in place: one change
+                self._store.put_tools(
+                    [ids[i] for i in changed],
+                    [records[i] for i in changed],
+                    np.stack([embeddings[i] for i in changed]),
+                    np.array([priors[i][0] for i in changed], dtype=np.float32),
+                    [priors[i][1] for i in changed],
+                )
+            if report.removed:  # then the pruned tools and their states: a second change
+                self._store.delete_tools(report.removed, keep_one=True)
+        finally:  # whatever the store took is reloaded from it, here or at the next refresh
+            self._catalog_version = -1
+            if report.removed:
+                self._states_stale = True  # the remaining states, into a fresh copy (as remove_tools)
+        self._load_catalog()
+        self._search_index()
 
     # ---- inspection --------------------------------------------------------------------------------
     def refresh(self) -> None:
