@@ -290,11 +290,23 @@ STEP = st.one_of(
     st.tuples(st.just("add"), WHO, PICKS),
     st.tuples(st.just("remove"), WHO, PICKS),
     st.tuples(st.just("feedback"), WHO, st.integers(0, len(POOL) - 1), st.booleans()),
+    # a tools file synced: each pick as in POOL or with a revised text; prune drops what it does not hold
+    st.tuples(
+        st.just("sync"),
+        WHO,
+        st.lists(st.tuples(st.integers(0, len(POOL) - 1), st.booleans()), min_size=1, max_size=5),
+        st.booleans(),
+    ),
     st.tuples(
         st.just("rebuild"), st.permutations(range(len(POOL))), st.integers(1, len(POOL)), st.integers(0, 1)
     ),
 )
 LOOK = st.sampled_from([(), (0,), (1,), (0, 1)])  # who answers after the step: () lets changes pile up
+
+
+def _revised(tool: Tool) -> Tool:
+    """``tool`` with another description: synced, it is changed in place."""
+    return tool.model_copy(update={"description": f"{tool.description} revised {TOPICS[len(tool.id) % 4]}"})
 
 
 def _apply(step: tuple, rs: list[Retriever], db, params: dict) -> None:
@@ -316,6 +328,11 @@ def _apply(step: tuple, rs: list[Retriever], db, params: dict) -> None:
         new = [POOL[i] for i in dict.fromkeys(step[2]) if POOL[i].id not in present]
         if new:
             r.add_tools(new)
+    elif step[0] == "sync":
+        picks, prune = dict(step[2]), step[3]  # one version of each tool
+        tools = [_revised(POOL[i]) if revised else POOL[i] for i, revised in picks.items()]
+        if not prune or present & {t.id for t in tools}:  # else refused: it would remove every tool
+            r.sync_tools(tools, prune=prune)
     elif step[0] == "remove":
         gone = [POOL[i].id for i in dict.fromkeys(step[2]) if POOL[i].id in present]
         if gone and len(gone) < len(present):
@@ -328,8 +345,8 @@ def _apply(step: tuple, rs: list[Retriever], db, params: dict) -> None:
 @FUZZ
 @given(st.lists(st.tuples(STEP, LOOK), min_size=1, max_size=6), st.sampled_from(POLICY_PARAMS))
 def test_two_writers_always_answer_as_a_process_opening_the_store_now(tmp_path_factory, steps, params):
-    """Whatever two retrievers on one database do (adds, removals, feedback with and without a query,
-    rebuilds), and whenever either answers, it answers as ``Retriever.open`` would at that moment:
+    """Whatever two retrievers on one database do (adds, removals, syncs, feedback with and without a
+    query, rebuilds), and whenever either answers, it answers as ``Retriever.open`` would at that moment:
     the same hits in the same order with the same numbers to the last bit, and the same tools listing."""
     db = tmp_path_factory.mktemp("sync") / "fuzz.db"
     Retriever.from_catalog(POOL[:10], db=db, encoder=HashEncoder(64), policy_params=params).close()

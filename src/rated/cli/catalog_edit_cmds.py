@@ -1,10 +1,12 @@
-"""``rated add | remove``: change the catalog of a live index, keeping what it learned.
+"""``rated add | remove | sync``: change the catalog of a live index, keeping what it learned.
 
 ``rated index --force`` re-encodes everything and drops every learned state; these encode only the new
-tools (with the encoder the index was built with, a fine-tuned ONNX folder included) and leave every other
-tool's prior and learned state as it was. Services and replicas on the same database follow the change
-in place. Either command changes nothing when it fails: an id already indexed, a malformed or empty
-catalog, an unknown id, or removing every tool.
+or changed tools (with the encoder the index was built with, a fine-tuned ONNX folder included) and leave
+every other tool's prior and learned state as it was. ``sync`` keeps an index in step with a tools file:
+new tools added, changed ones updated in place (their learned state kept), with ``--prune`` the ones the
+file no longer holds removed. Services and replicas on the same database follow the change. Each command
+changes nothing when it fails: an id already indexed, a malformed or empty catalog, an unknown id, or
+removing every tool.
 """
 
 from __future__ import annotations
@@ -39,6 +41,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_db_argument(p)
     _json(p)
     p.set_defaults(handler=_remove)
+
+    p = sub.add_parser(
+        "sync", help="make an index hold a tools file: add new, update changed (state kept), --prune absent"
+    )
+    p.add_argument("catalog", metavar="CATALOG", help="the tools file, in any format `rated index` reads")
+    p.add_argument(
+        "--prune",
+        action="store_true",
+        help="also remove indexed tools the file does not hold (and their state)",
+    )
+    add_db_argument(p)
+    _json(p)
+    p.set_defaults(handler=_sync)
 
 
 def _json(p: argparse.ArgumentParser) -> None:
@@ -92,6 +107,49 @@ def _remove(args: argparse.Namespace) -> int:
             f"(now {_n_tools(total)}): {_listed(removed)}",
             soft_wrap=True,
         )
+    return 0
+
+
+def _sync(args: argparse.Namespace) -> int:
+    from rated.catalog.loaders import load_catalog
+    from rated.retriever import Retriever
+    from rated.retriever_setup import describe_db
+
+    tools = load_catalog(args.catalog)  # before opening the index: a bad file costs no encoder load
+    start = time.perf_counter()
+    with Retriever.open(args.db) as r:
+        report = r.sync_tools(tools, prune=args.prune, progress=not args.json)
+        total = len(r)
+    seconds = time.perf_counter() - start
+    kinds = report.to_dict()
+    if args.json:
+        counts = {kind: len(ids) for kind, ids in kinds.items()}
+        print_json(
+            {
+                "db": describe_db(args.db),
+                **kinds,
+                "counts": counts,
+                "tools": total,
+                "seconds": round(seconds, 3),
+            }
+        )
+        return 0
+    where = escape(describe_db(args.db))
+    if not report.changed:
+        console.print(
+            f"[bold]{where}[/] holds these {_n_tools(len(tools))} as given: nothing to do "
+            f"(now {_n_tools(total)})",
+            soft_wrap=True,
+        )
+        return 0
+    console.print(
+        f"synced [bold]{where}[/] in {seconds:.1f} s (now {_n_tools(total)}): "
+        + ", ".join(f"{len(ids)} {kind}" for kind, ids in kinds.items()),
+        soft_wrap=True,
+    )
+    for kind in ("added", "updated", "removed"):
+        if kinds[kind]:
+            console.print(f"  {kind}: {_listed(kinds[kind])}", soft_wrap=True)
     return 0
 
 
