@@ -41,7 +41,7 @@ def _serve(args: argparse.Namespace) -> int:
         if settings.api_key is None and not _loopback(settings.host):
             err_console.print(
                 f"rated: warning: listening on {settings.host} without an API key: anyone who can reach it "
-                "can report outcomes, demote tools, and add or remove them (set RATED_API_KEY)",
+                "can report outcomes, demote tools, and add, change or remove them (set RATED_API_KEY)",
                 markup=False,
             )
         err_console.print(  # uvicorn says when the port is bound ("Uvicorn running on ...")

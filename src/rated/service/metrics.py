@@ -53,11 +53,16 @@ class Metrics:
         )
         self.catalog_changes = Counter(
             "rated_catalog_changes_total",
-            "Tools added (POST /tools) or removed (DELETE /tools/{id}) through this service, by change",
+            "Tools added (POST /tools, PUT /tools), updated in place (PUT /tools) or removed (DELETE "
+            "/tools/{id}, PUT /tools with prune) through this service, by change",
             ["change"],
             registry=self.registry,
         )
-        for change in ("added", "removed"):  # exposed at 0 from the start: rate() sees the first change
+        for change in (
+            "added",
+            "updated",
+            "removed",
+        ):  # exposed at 0 from the start: rate() sees the first change
             self.catalog_changes.labels(change)
         self.tools = Gauge("rated_tools", "Tools in the served catalog", registry=self.registry)
         self.unhealthy = Gauge(

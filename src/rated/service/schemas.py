@@ -25,6 +25,8 @@ __all__ = [
     "ToolRemovedOut",
     "ToolsAddedOut",
     "ToolsIn",
+    "ToolsSyncIn",
+    "ToolsSyncOut",
     "ToolsOut",
 ]
 
@@ -63,6 +65,17 @@ class ToolsIn(_In):
         "provider, tags, auth, ...; only id and name are required), or OpenAI, Anthropic or MCP tool "
         "definitions (ids made as '<source>:<name>'), as `rated add` reads a {\"tools\": [...]} file",
         examples=[[{"id": "sms.send", "name": "send_sms", "description": "Send an SMS to a phone number"}]],
+    )
+
+
+class ToolsSyncIn(ToolsIn):
+    tools: list[dict[str, Any]] = Field(
+        description="the whole catalog the index should hold, in any form POST /tools takes: new ids are "
+        "added, changed tools updated in place (learned state kept), unchanged ones cost nothing",
+        examples=[[{"id": "sms.send", "name": "send_sms", "description": "Send an SMS to a phone number"}]],
+    )
+    prune: bool = Field(
+        default=False, description="also remove indexed tools that `tools` does not hold (and their state)"
     )
 
 
@@ -161,6 +174,14 @@ class ToolsOut(BaseModel):
 class ToolsAddedOut(BaseModel):
     added: list[str] = Field(description="the ids of the tools added, in the order given")
     count: int
+    tools: int = Field(description="tools in the index after the change")
+
+
+class ToolsSyncOut(BaseModel):
+    added: list[str] = Field(description="ids of the tools added, in the order given")
+    updated: list[str] = Field(description="ids of the tools re-encoded and replaced in place")
+    removed: list[str] = Field(description="ids removed with their state (prune), in catalog order")
+    unchanged: list[str] = Field(description="ids already indexed as given: neither encoded nor written")
     tools: int = Field(description="tools in the index after the change")
 
 

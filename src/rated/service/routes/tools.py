@@ -1,11 +1,13 @@
-"""``GET /tools`` and ``GET /tools/{tool_id}``: indexed tools with their current health; ``POST /tools`` and
-``DELETE /tools/{tool_id}``: change the catalog of the live index, keeping every other tool's learned state.
+"""``GET /tools`` and ``GET /tools/{tool_id}``: indexed tools with their current health; ``POST /tools``,
+``PUT /tools`` and ``DELETE /tools/{tool_id}``: change the catalog of the live index, keeping every other
+tool's learned state (``PUT`` syncs it with a whole catalog: added, updated in place, optionally pruned).
 
-The writes are ``Retriever.add_tools`` / ``remove_tools`` through ``Reopening`` like every route: plain
-``def`` handlers, so the encoding of new tools runs in the thread pool, not on the event loop. A request
-that fails changes nothing: ids already indexed (409), invalid tools (422), an unknown id (404), or
-removing the last tool (409). Other replicas on the same store follow the change in place. Not offered
-over MCP: agents find tools and report outcomes, they do not edit the catalog.
+The writes are ``Retriever.add_tools`` / ``sync_tools`` / ``remove_tools`` through ``Reopening`` like every
+route: plain ``def`` handlers, so the encoding of new tools runs in the thread pool, not on the event loop.
+A request that fails changes nothing: ids already indexed (409), invalid tools (422), an unknown id (404),
+or removing the last tool, or with ``prune`` every indexed tool (409). Other replicas on the same store
+follow the change. Not offered over MCP: agents find tools and report outcomes, they do not edit the
+catalog.
 """
 
 from __future__ import annotations
@@ -13,10 +15,19 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from rated.catalog.loaders import load_catalog
+from rated.catalog_sync import SyncReport
 from rated.retriever import Retriever
 from rated.service.deps import MetricsDep, ServingDep
 from rated.service.routes._errors import BODY, responses
-from rated.service.schemas import ToolOut, ToolRemovedOut, ToolsAddedOut, ToolsIn, ToolsOut
+from rated.service.schemas import (
+    ToolOut,
+    ToolRemovedOut,
+    ToolsAddedOut,
+    ToolsIn,
+    ToolsOut,
+    ToolsSyncIn,
+    ToolsSyncOut,
+)
 
 __all__ = ["router"]
 
@@ -41,6 +52,22 @@ def add_tools(body: ToolsIn, serving: ServingDep, metrics: MetricsDep) -> ToolsA
     total = serving.call(add)
     metrics.catalog_changes.labels("added").inc(len(tools))
     return ToolsAddedOut(added=[t.id for t in tools], count=len(tools), tools=total)
+
+
+@router.put("", response_model=ToolsSyncOut, responses=responses(*BODY, 409, 503))
+def sync_tools(body: ToolsSyncIn, serving: ServingDep, metrics: MetricsDep) -> ToolsSyncOut:
+    """Make the index hold ``tools``: new ids added, changed tools re-encoded in place with their learned
+    state kept, unchanged ones left alone; with ``prune`` the tools not given are removed."""
+    tools = load_catalog({"tools": body.tools})  # every problem at once (422), located as tools[i]
+
+    def sync(r: Retriever) -> tuple[SyncReport, int]:
+        return r.sync_tools(tools, prune=body.prune), len(r)
+
+    report, total = serving.call(sync)
+    for change in ("added", "updated", "removed"):
+        if n := len(getattr(report, change)):
+            metrics.catalog_changes.labels(change).inc(n)
+    return ToolsSyncOut(**report.to_dict(), tools=total)
 
 
 @router.get("/{tool_id:path}", response_model=ToolOut, responses=responses(404, 422, 503))
