@@ -20,7 +20,7 @@ from rated.errors import (
 )
 from rated.outcome import Outcome, OutcomeKind
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking
-from rated.retriever import Hit, Retriever, ToolHealth
+from rated.retriever import Hit, Retriever, SyncReport, ToolHealth
 
 __version__ = "0.1.0"
 
@@ -46,6 +46,7 @@ __all__ = [
     "Retriever",
     "StoreBusyError",
     "StoreError",
+    "SyncReport",
     "Tool",
     "ToolExistsError",
     "ToolHealth",
