@@ -237,3 +237,13 @@ def test_a_compressed_snapshot_is_refused_without_inflating_it():
     np.savez_compressed(buf, **{name: members[name] for name in members.files})
     assert snapshot.restore(buf.getvalue(), DEFAULT_SEMANTIC, tools, digests) is None
     assert snapshot.restore(snapshot.dump(built, digests), DEFAULT_SEMANTIC, tools, digests) is not None
+
+
+def test_bm25_forgets_the_terms_of_removed_tools():
+    """A long-lived process whose catalog churns keeps only the terms of the tools it indexes now."""
+    idx = BM25Index()
+    idx.add([f"t{i}" for i in range(5)], [f"weather forecast zq{i}x" for i in range(5)])
+    idx.remove(["t1", "t2"])
+    assert set(idx._terms) == {t for i in (0, 3, 4) for t in idx.tokens(f"weather forecast zq{i}x")}
+    idx.add(["t9"], ["send email"])
+    assert "email" in idx._terms and "zq1x" not in idx._terms

@@ -49,13 +49,14 @@ class BM25Index(RefitTextIndex):
 
     def _removed(self, keep: np.ndarray) -> None:
         self._tokens = [self._tokens[p] for p in keep.tolist()]
+        # only the terms of the tools that remain (the same objects): a long-lived process whose catalog
+        # churns would otherwise keep every term it ever indexed
+        self._terms = {t: t for doc in self._tokens for t in doc}
         self._refit()
 
     def export(self) -> dict[str, np.ndarray]:
-        """Each tool's tokens, as numbers into the terms (BM25's own model is refitted from them). Only the
-        terms of the tools now indexed: ``_terms`` keeps those of removed tools too, which a restored index
-        would carry into its own snapshot, and so on from process to process."""
-        terms = list(dict.fromkeys(t for doc in self._tokens for t in doc))
+        """Each tool's tokens, as numbers into the terms (BM25's own model is refitted from them)."""
+        terms = list(self._terms)  # exactly the terms of the tools now indexed
         code = {term: i for i, term in enumerate(terms)}
         lengths = np.fromiter(map(len, self._tokens), dtype=np.int64, count=len(self._tokens))
         words = (code[t] for doc in self._tokens for t in doc)
