@@ -122,3 +122,26 @@ def test_remove_returns_the_ids_as_spelled_and_refuses_all_or_nothing():
     assert r.remove_tools([]) == []
     assert {t.tool.id for t in r.tools()} == {"mail", "weather"}
     assert {h.tool.id for h in r.retrieve("order coffee", k=5)} == {"mail", "weather"}
+
+
+def test_a_rebuild_with_another_encoder_landing_just_before_the_write_stores_nothing(tmp_path, monkeypatch):
+    """The retriever checks the index's encoder, then writes: a rebuild landing in between (another process's
+    `rated index --force`) must not receive embeddings of the old encoder (of another size, they left the
+    store unreadable for every process)."""
+    from rated import retriever_setup
+    from rated.errors import StoreError
+
+    db = tmp_path / "r.db"
+    Retriever.from_catalog(TOOLS, db=db, encoder=HashEncoder(32)).close()
+    real = retriever_setup.put_tools
+
+    def rebuild_first(store, *args, **kwargs):
+        Retriever.from_catalog(TOOLS, db=db, encoder=HashEncoder(16), overwrite=True).close()
+        return real(store, *args, **kwargs)
+
+    with Retriever.open(db) as mine:
+        monkeypatch.setattr(retriever_setup, "put_tools", rebuild_first)
+        with pytest.raises(StoreError, match="re-indexed with encoder"):
+            mine.add_tools([SMS])
+    with Retriever.open(db) as fresh:
+        assert fresh.meta.encoder.dim == 16 and [t.tool.id for t in fresh.tools()] == ["mail", "weather"]

@@ -194,31 +194,30 @@ def test_a_tool_another_writer_adds_during_the_encoding_is_updated_with_the_give
         assert view(mine) == fresh_view(db)
 
 
-def test_interrupted_between_its_two_changes_the_catalog_is_consistent_and_a_rerun_finishes(db, monkeypatch):
+def test_a_failed_write_stores_nothing_and_a_rerun_finishes(db, monkeypatch):
+    """Added, updated and pruned tools go in one store change: a failure (the process killed, the disk
+    full) leaves the catalog and every learned state as they were; nothing is half-synced."""
     catalog = [*edited("mail", description="Send a fax")[:2], Tool(id="sms", name="send_sms")]
     with Retriever.open(db, clock=clock) as r:
-        real = r.store.delete_tools
+        r.feedback("translate", "tool_error")
+        before, states = fresh_view(db), r.store.load_states()
+        real = r.store.put_tools
 
         def crash(*args, **kwargs):
             raise OSError("killed")
 
-        monkeypatch.setattr(r.store, "delete_tools", crash)
+        monkeypatch.setattr(r.store, "put_tools", crash)
         with pytest.raises(OSError):
             r.sync_tools(catalog, prune=True)
-        # every given tool as given, and the tools still to prune
-        assert [t.tool.id for t in r.tools(stats=False)] == [
-            "mail",
-            "weather",
-            "translate",
-            "calendar",
-            "sms",
-        ]
-        assert r.tool("mail").description == "Send a fax"
-        assert view(r) == fresh_view(db)
-        monkeypatch.setattr(r.store, "delete_tools", real)
+        assert fresh_view(db) == before and r.store.load_states() == states
+        assert view(r) == before
+        monkeypatch.setattr(r.store, "put_tools", real)
         report = r.sync_tools(catalog, prune=True)
-        assert report == SyncReport(removed=["translate", "calendar"], unchanged=["mail", "weather", "sms"])
+        assert report == SyncReport(
+            added=["sms"], updated=["mail"], removed=["translate", "calendar"], unchanged=["weather"]
+        )
         assert view(r) == fresh_view(db)
+        assert "translate" not in r.store.load_states()
 
 
 def test_bad_arguments_change_nothing(db):
@@ -229,3 +228,26 @@ def test_bad_arguments_change_nothing(db):
         with pytest.raises(ConfigError, match="prune"):
             r.sync_tools(TOOLS, prune="yes")
         assert r.store.catalog_version() == version
+
+
+def test_a_rebuild_with_another_encoder_landing_just_before_the_write_stores_nothing(tmp_path):
+    """Planned and encoded for the old index, a sync must not write into one rebuilt (another encoder)
+    just before its change: its embeddings would not match (of another size: the store unreadable)."""
+    from rated.errors import StoreError
+
+    db = tmp_path / "r.db"
+    Retriever.from_catalog(TOOLS, db=db, encoder=HashEncoder(64), clock=clock).close()
+    revised = [TOOLS[0].model_copy(update={"description": "Send an email with attachments"}), *TOOLS[1:3]]
+    with Retriever.open(db, clock=clock) as mine:
+        real = mine.store.put_tools
+
+        def rebuild_first(*args, **kwargs):
+            Retriever.from_catalog(TOOLS, db=db, encoder=HashEncoder(16), overwrite=True).close()
+            return real(*args, **kwargs)
+
+        mine.store.put_tools = rebuild_first
+        with pytest.raises(StoreError, match="re-indexed with encoder"):
+            mine.sync_tools(revised, prune=True)
+    with Retriever.open(db) as fresh:
+        assert fresh.meta.encoder.dim == 16 and len(fresh) == 4
+        assert fresh.tool("mail").description == TOOLS[0].description

@@ -51,7 +51,14 @@ from rated.index.semantic import SemanticIndex
 from rated.outcome import Outcome, OutcomeKind, finite_seconds
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking, all_finite
 from rated.shown import shown
-from rated.store.base import IndexExistsError, LastToolError, OutcomeRecord, OutcomeStats, Store
+from rated.store.base import (
+    CatalogChangedError,
+    IndexExistsError,
+    LastToolError,
+    OutcomeRecord,
+    OutcomeStats,
+    Store,
+)
 from rated.store.codec import decode_state, encode_state
 from rated.store.meta import EncoderIdentity, IndexMeta
 from rated.store.open import open_store
@@ -405,11 +412,19 @@ class Retriever:
         embeddings = setup.encode_tools(self._encoder, new, progress)
         prior = score_new(new, self._encoder, PriorStats.from_dict(stats))
         with self._lock:
-            self._refresh()  # another writer may have added one of them (or rebuilt the index) meanwhile
-            self._check_new(new)
-            if self._meta.prior_stats != stats:  # rebuilt meanwhile with the same encoder and policy
-                prior = score_new(new, self._encoder, PriorStats.from_dict(self._meta.prior_stats))
-            version = setup.put_tools(self._store, new, embeddings, prior)
+            for _ in range(_SYNC_TRIES):
+                self._refresh()  # another writer may have added one of them (or rebuilt the index) meanwhile
+                self._check_new(new)
+                if self._meta.prior_stats != stats:  # rebuilt meanwhile with the same encoder and policy
+                    stats = self._meta.prior_stats
+                    prior = score_new(new, self._encoder, PriorStats.from_dict(stats))
+                try:  # refused if the index was rebuilt since this refresh (perhaps with another encoder)
+                    version = setup.put_tools(self._store, new, embeddings, prior, self._check_meta)
+                    break
+                except CatalogChangedError:
+                    continue
+            else:
+                raise _kept_changing(self._store, "add")
             index = self._search_index()
             self._change_index(index.add, new, embeddings)
             self._parsed.update((t.id, (_digest(r), t)) for r, t in zip(records, new, strict=True))
@@ -474,11 +489,10 @@ class Retriever:
         removed with their state (``LastToolError``, nothing changed, when that would be every one).
 
         The changed tools are encoded without holding up ``retrieve`` and ``feedback``, then the index
-        is compared again (another writer may have changed it meanwhile) before the store takes them.
-        Two ordered store changes: the added and updated tools in one, then the pruned ones removed in
-        another. Interrupted between them, the catalog is consistent: it holds every given tool as given
-        and the tools still to prune, which the next sync removes. Nothing to do: no change at all, so
-        other retrievers do not reload."""
+        is compared again (another writer may have changed it meanwhile) before the store takes them, in
+        one change (added, updated and pruned tools together) that the store refuses if the index was
+        rebuilt after that comparison (then it is planned again, or refused for another encoder). Nothing
+        to do: no change at all, so other retrievers do not reload."""
         if not isinstance(prune, bool):
             raise ConfigError(f"prune must be True or False, got {shown(prune)}")
         given = setup.as_tools(tools)
@@ -500,15 +514,15 @@ class Retriever:
                 unscored = [i for i in plan.changed if i not in priors]
                 if not todo:
                     priors.update(self._score_prior(given, unscored, stats))  # nothing, unless rebuilt
-                    self._apply_sync(plan, ids, records, embeddings, priors)
+                    try:
+                        self._apply_sync(plan, ids, records, embeddings, priors)
+                    except CatalogChangedError:
+                        continue  # rebuilt since this plan: plan again (another encoder: refused)
                     return plan.report
             vectors = setup.encode_tools(self._encoder, [given[i] for i in todo], progress)
             embeddings.update(zip(todo, vectors, strict=True))
             priors.update(self._score_prior(given, unscored, stats))
-        raise StoreError(
-            f"{setup.describe_db(self._store)}: the catalog kept changing while the sync encoded its tools; "
-            "nothing was synced: try again"
-        )
+        raise _kept_changing(self._store, "sync")
 
     def _score_prior(
         self, tools: Sequence[Tool], positions: Sequence[int], stats: Mapping[str, Any]
@@ -535,21 +549,21 @@ class Retriever:
         report, changed = plan.report, plan.changed
         if not report.changed:
             return
-        try:
-            if changed:  # new ids appended, known ones replaced in place: one change
-                self._store.put_tools(
-                    [ids[i] for i in changed],
-                    [records[i] for i in changed],
-                    np.stack([embeddings[i] for i in changed]),
-                    np.array([priors[i][0] for i in changed], dtype=np.float32),
-                    [priors[i][1] for i in changed],
-                )
-            if report.removed:  # then the pruned tools and their states: a second change
-                self._store.delete_tools(report.removed, keep_one=True)
-        finally:  # whatever the store took is reloaded from it, here or at the next refresh
-            self._catalog_version = -1
-            if report.removed:
-                self._states_stale = True  # the remaining states, into a fresh copy (as remove_tools)
+        dim = self._meta.encoder.dim
+        # one change, refused if the catalog is no longer the one planned for (another writer, a rebuild
+        # with another encoder): new ids appended, known ones replaced in place, the pruned ones removed
+        self._store.put_tools(
+            [ids[i] for i in changed],
+            [records[i] for i in changed],
+            np.stack([embeddings[i] for i in changed]) if changed else np.empty((0, dim), np.float32),
+            np.array([priors[i][0] for i in changed], dtype=np.float32),
+            [priors[i][1] for i in changed],
+            check_meta=self._check_meta,
+            delete=report.removed,
+        )
+        self._catalog_version = -1  # reloaded from the store, here or (should this fail) at the next refresh
+        if report.removed:
+            self._states_stale = True  # the remaining states, into a fresh copy (as remove_tools)
         self._load_catalog()
         self._search_index()
 
@@ -844,6 +858,12 @@ class Retriever:
             )
         self._meta = meta
 
+    def _check_meta(self, raw: dict[str, Any]) -> None:
+        """Called by the store inside a catalog change planned under our settings: refuse the change when
+        the index was rebuilt (other encoder, prior statistics) since, as our embeddings would not fit."""
+        if not raw or IndexMeta.from_dict(raw, setup.describe_db(self._store)) != self._meta:
+            raise CatalogChangedError(f"{setup.describe_db(self._store)} was re-indexed meanwhile")
+
     def _own_catalog_change(self, version: int) -> None:
         """Our own write moved the catalog version by one: no reload needed (else someone else wrote too)."""
         if version == self._catalog_version + 1:
@@ -861,6 +881,13 @@ def _other_normal_form(text: str) -> str:
     the catalog refuses ids that differ only so, so at most one tool matches."""
     nfc = unicodedata.normalize("NFC", text)
     return nfc if nfc != text else unicodedata.normalize("NFD", text)
+
+
+def _kept_changing(store: Store, what: str) -> StoreError:
+    return StoreError(
+        f"{setup.describe_db(store)}: the catalog kept changing while the {what} was being stored; "
+        f"nothing was stored: try again"
+    )
 
 
 def _index_exists(db: object) -> ConfigError:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -79,10 +79,17 @@ def parse_record(record: str, tool_id: str, where: str = "store") -> Tool:
         raise IndexFormatError(f"{where}: stored record of tool {tool_id!r} is invalid: {exc}") from None
 
 
-def put_tools(store: Store, tools: Sequence[Tool], embeddings: np.ndarray, prior: PriorResult) -> int:
+def put_tools(
+    store: Store,
+    tools: Sequence[Tool],
+    embeddings: np.ndarray,
+    prior: PriorResult,
+    check_meta: Callable[[dict[str, Any]], None],
+) -> int:
     """Persist new ``tools`` with their embeddings and prior (r_static and its per-tool detail);
-    ``ToolExistsError`` when the store holds one of them already (checked inside the change)."""
-    return store.put_tools(*_tool_rows(tools, embeddings, prior), new_only=True)
+    ``ToolExistsError`` when the store holds one of them already, and ``check_meta`` given the stored
+    settings (both inside the change)."""
+    return store.put_tools(*_tool_rows(tools, embeddings, prior), new_only=True, check_meta=check_meta)
 
 
 def replace_catalog(

@@ -314,3 +314,32 @@ def test_put_tools_new_only_refuses_an_id_already_stored_and_changes_nothing(sto
     assert store.catalog_version() == version
     store.put_tools(["c"], ['{"id": "c"}'], np.ones((1, 3), np.float32), np.ones(1), new_only=True)
     assert store.load_catalog().ids == ("a", "b", "c")
+
+
+def test_put_tools_with_delete_is_one_change_and_check_meta_can_refuse_it(store):
+    class Rebuilt(Exception):
+        pass
+
+    def refuse(meta):
+        assert meta == {"encoder": {"name": "e", "dim": 3}}  # the stored settings, read inside the change
+        raise Rebuilt
+
+    store.set_meta({"encoder": {"name": "e", "dim": 3}})
+    _put(store, ["a", "b", "c"])
+    store.update_states(["c"], lambda cur: {"c": b"learned"})
+    store.update_states(["a"], lambda cur: {"a": b"kept"})
+    version, before = store.catalog_version(), store.load_catalog()
+    one = (["b", "d"], ['{"id": "b2"}', '{"id": "d"}'], np.ones((2, 3), np.float32), np.ones(2))
+    with pytest.raises(Rebuilt):  # refused by the caller's check: nothing stored
+        store.put_tools(*one, check_meta=refuse, delete=["c"])
+    with pytest.raises(LastToolError):  # nothing would remain: nothing stored
+        store.put_tools([], [], np.ones((0, 3), np.float32), np.ones(0), delete=["a", "b", "c", "x"])
+    after = store.load_catalog()
+    assert (after.ids, after.records, store.catalog_version()) == (before.ids, before.records, version)
+    assert store.load_states() == {"c": b"learned", "a": b"kept"}
+    assert store.put_tools(*one, check_meta=lambda meta: None, delete=["c", "x"]) == version + 1
+    cat = store.load_catalog()
+    assert cat.ids == ("a", "b", "d") and cat.records[1:] == ('{"id": "b2"}', '{"id": "d"}')
+    assert store.load_states() == {"a": b"kept"}  # the deleted tool's state went in the same change
+    assert store.put_tools([], [], np.ones((0, 3), np.float32), np.ones(0), delete=["d"]) == version + 2
+    assert store.load_catalog().ids == ("a", "b")

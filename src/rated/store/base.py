@@ -13,9 +13,10 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from rated.errors import ConfigError
+from rated.errors import ConfigError, StoreError
 
 __all__ = [
+    "CatalogChangedError",
     "CatalogStore",
     "IndexExistsError",
     "LastToolError",
@@ -35,6 +36,11 @@ class IndexExistsError(ConfigError):
 
 class LastToolError(ConfigError):
     """``delete_tools(..., keep_one=True)`` would have left the index without any tool."""
+
+
+class CatalogChangedError(StoreError):
+    """The index was rebuilt (other settings: encoder, prior statistics) after the caller planned a change
+    for it; raised by a ``put_tools`` ``check_meta``, the change is not stored."""
 
 
 @dataclass(frozen=True)
@@ -124,13 +130,18 @@ class CatalogStore(Protocol):
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
         *,
         new_only: bool = False,
+        check_meta: Callable[[dict[str, Any]], None] | None = None,
+        delete: Sequence[str] = (),
     ) -> int:
         """Insert (at the end) or replace (in place) tools with embeddings and prior, atomically.
 
         Returns the catalog version after the change (so the writer can tell its own change from others').
         ``new_only``: raise ``ToolExistsError`` (and change nothing) when the store holds one of the ids,
         checked inside the change, so that of two writers adding the same id the second is refused instead
-        of replacing the first's tool.
+        of replacing the first's tool. ``check_meta``: called with the stored settings inside the change;
+        what it raises refuses the change (nothing stored), so that tools encoded for one index never land
+        in another rebuilt meanwhile (another encoder). ``delete``: ids (not among ``ids``) to
+        remove with their policy state in the same change, as ``delete_tools(delete, keep_one=True)``.
         """
         ...
 

@@ -13,7 +13,13 @@ from typing import Any
 import numpy as np
 
 from rated.errors import ToolExistsError
-from rated.store.base import IndexExistsError, LastToolError, OutcomeRecord, OutcomeStats, StoredCatalog
+from rated.store.base import (
+    IndexExistsError,
+    LastToolError,
+    OutcomeRecord,
+    OutcomeStats,
+    StoredCatalog,
+)
 from rated.store.rows import check_tool_rows, empty_catalog_dim
 from rated.store.stats import recent_outcomes, summarise_outcomes
 
@@ -64,13 +70,20 @@ class MemoryStore:
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
         *,
         new_only: bool = False,
+        check_meta: Callable[[dict[str, Any]], None] | None = None,
+        delete: Sequence[str] = (),
     ) -> int:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
         with self._lock:
+            if check_meta is not None:
+                check_meta(dict(self._meta))
             found = [i for i in dict.fromkeys(ids) if i in self._tools] if new_only else []
             if found:
                 raise ToolExistsError(found)
+            if delete and (self._tools.keys() | set(ids)) <= set(delete):
+                raise LastToolError("cannot remove every tool: an index needs at least one")
             self._put_rows(ids, records, emb, prior, details)
+            self._drop_tools(delete)
             self._catalog_version += 1
             return self._catalog_version
 
@@ -91,13 +104,16 @@ class MemoryStore:
                 return self._catalog_version
             if keep_one and self._tools.keys() <= set(ids):
                 raise LastToolError("cannot remove every tool: an index needs at least one")
-            for tool_id in ids:
-                self._tools.pop(tool_id, None)
-                if self._states.pop(tool_id, None) is not None:
-                    self._seq += 1
-                    self._state_seq.pop(tool_id, None)
+            self._drop_tools(ids)
             self._catalog_version += 1
             return self._catalog_version
+
+    def _drop_tools(self, ids: Sequence[str]) -> None:
+        for tool_id in ids:
+            self._tools.pop(tool_id, None)
+            if self._states.pop(tool_id, None) is not None:
+                self._seq += 1
+                self._state_seq.pop(tool_id, None)
 
     def clear(self) -> None:
         with self._lock:

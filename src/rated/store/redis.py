@@ -339,26 +339,39 @@ class RedisStore:
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
         *,
         new_only: bool = False,
+        check_meta: Callable[[dict[str, Any]], None] | None = None,
+        delete: Sequence[str] = (),
     ) -> int:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
+        delete = list(dict.fromkeys(delete).keys() - set(ids))
+        order = self._k("order")
 
         def body(pipe: Any) -> Callable[[list[Any]], int]:
-            scores = pipe.zmscore(self._k("order"), list(ids)) if ids else []
+            if check_meta is not None:  # read under WATCH: a rebuild landing before EXEC re-runs this
+                check_meta(decode_meta(pipe.get(self._k("meta")), self._where))
+            scores = pipe.zmscore(order, list(ids)) if ids else []
             found = [i for i, score in zip(ids, scores, strict=True) if score is not None] if new_only else []
             if found:  # read under WATCH: of two writers adding one id, the second is refused
                 raise ToolExistsError(list(dict.fromkeys(found)))
-            last = pipe.zrange(self._k("order"), -1, -1, withscores=True)
+            if delete:
+                kept = pipe.zcard(order) + len({i for i, s in zip(ids, scores, strict=True) if s is None})
+                if kept <= sum(s is not None for s in pipe.zmscore(order, delete)):
+                    raise LastToolError(f"{self._where}: cannot remove every tool: an index needs one")
+            last = pipe.zrange(order, -1, -1, withscores=True)
             top = float(last[0][1]) if last else -1.0
             pipe.multi()
             for i, tool_id in enumerate(ids):
                 if scores[i] is None:
                     top += 1
-                    pipe.zadd(self._k("order"), {tool_id: top})
+                    pipe.zadd(order, {tool_id: top})
                 self._queue_tool(pipe, tool_id, records[i], emb[i], float(prior[i]), details[i])
+            if delete:
+                self._queue_delete(pipe, delete)
             pipe.incr(self._k("catver"))
             return _last_int
 
-        return int(self._optimistic([self._k("order")], body))
+        watch = [order, self._k("meta")] if check_meta is not None else [order]
+        return int(self._optimistic(watch, body))
 
     def delete_tools(self, ids: Sequence[str], *, keep_one: bool = False) -> int:
         ids = list(dict.fromkeys(ids))  # an id named twice must not count as two tools removed
@@ -370,15 +383,19 @@ class RedisStore:
             if keep_one and pipe.zcard(order) <= sum(s is not None for s in pipe.zmscore(order, list(ids))):
                 raise LastToolError(f"{self._where}: cannot remove every tool: an index needs at least one")
             pipe.multi()
-            pipe.zrem(order, *ids)
-            for name in ("tools", "emb", "prior"):
-                pipe.hdel(self._k(name), *ids)
-            pipe.delete(*(self._k(f"s:{t}") for t in ids))
-            pipe.zrem(self._k("changes"), *ids)
+            self._queue_delete(pipe, ids)
             pipe.incr(self._k("catver"))
             return _last_int
 
         return int(self._optimistic([order] if keep_one else [], body))
+
+    def _queue_delete(self, pipe: Any, ids: Sequence[str]) -> None:
+        """Queue the removal of tools and their states (inside the caller's MULTI)."""
+        pipe.zrem(self._k("order"), *ids)
+        for name in ("tools", "emb", "prior"):
+            pipe.hdel(self._k(name), *ids)
+        pipe.delete(*(self._k(f"s:{t}") for t in ids))
+        pipe.zrem(self._k("changes"), *ids)
 
     def clear(self) -> None:
         def body(pipe: Any) -> Callable[[list[Any]], None]:

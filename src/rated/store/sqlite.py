@@ -276,15 +276,22 @@ class SQLiteStore:
         prior_detail: Sequence[Mapping[str, Any]] | None = None,
         *,
         new_only: bool = False,
+        check_meta: Callable[[dict[str, Any]], None] | None = None,
+        delete: Sequence[str] = (),
     ) -> int:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
         with self._write() as conn:
+            if check_meta is not None:  # the settings of the index the tools land in, inside the change
+                row = conn.execute("SELECT value FROM meta WHERE key='config'").fetchone()
+                check_meta(decode_meta(row[0] if row else None, str(self.path)))
             if new_only:  # checked inside the change: of two writers adding one id, the second is refused
                 read = lambda sql, args: conn.execute(sql, args).fetchall()  # noqa: E731
                 found = {r[0] for r in _select_in(read, "SELECT id FROM tools WHERE id IN ({})", list(ids))}
                 if found:
                     raise ToolExistsError([i for i in dict.fromkeys(ids) if i in found])
             self._insert_tools(conn, ids, records, emb, prior, details)
+            if delete:
+                self._delete_rows(conn, delete)
             return self._bump_catalog(conn)
 
     def replace_catalog(
@@ -349,13 +356,17 @@ class SQLiteStore:
     def delete_tools(self, ids: Sequence[str], *, keep_one: bool = False) -> int:
         if not ids:
             return self.catalog_version()
-        params = [(t,) for t in ids]
         with self._write() as conn:
-            for table, column in _TOOL_TABLES:
-                conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", params)
-            if keep_one and not conn.execute("SELECT EXISTS (SELECT 1 FROM tools)").fetchone()[0]:
-                raise LastToolError(f"{self.path}: cannot remove every tool: an index needs at least one")
+            self._delete_rows(conn, ids, keep_one)
             return self._bump_catalog(conn)
+
+    def _delete_rows(self, conn: sqlite3.Connection, ids: Sequence[str], keep_one: bool = True) -> None:
+        """Remove tools and their states inside the caller's transaction (``LastToolError``: none left)."""
+        params = [(t,) for t in ids]
+        for table, column in _TOOL_TABLES:
+            conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", params)
+        if keep_one and not conn.execute("SELECT EXISTS (SELECT 1 FROM tools)").fetchone()[0]:
+            raise LastToolError(f"{self.path}: cannot remove every tool: an index needs at least one")
 
     def clear(self) -> None:
         with self._write() as conn:
