@@ -145,3 +145,19 @@ def test_a_rebuild_with_another_encoder_landing_just_before_the_write_stores_not
             mine.add_tools([SMS])
     with Retriever.open(db) as fresh:
         assert fresh.meta.encoder.dim == 16 and [t.tool.id for t in fresh.tools()] == ["mail", "weather"]
+
+
+def test_an_id_indexed_in_the_other_unicode_normal_form_is_refused_by_add_and_sync(tmp_path):
+    """feedback, health and remove find an id in either normal form, assuming at most one tool matches (a
+    catalog refuses ids that differ only so): adding "café" decomposed beside "café" composed made two."""
+    db = tmp_path / "r.db"
+    composed = Tool(id=unicodedata.normalize("NFC", "café"), name="cafe", description="Order a coffee")
+    Retriever.from_catalog([*TOOLS, composed], db=db, encoder=HashEncoder(32)).close()
+    decomposed = composed.model_copy(update={"id": unicodedata.normalize("NFD", "café")})
+    with Retriever.open(db) as r:
+        version = r.store.catalog_version()
+        with pytest.raises(ToolExistsError):
+            r.add_tools([decomposed])
+        with pytest.raises(ToolExistsError):
+            r.sync_tools([*TOOLS, decomposed], prune=True)
+        assert r.store.catalog_version() == version and len(r) == 3

@@ -435,9 +435,15 @@ class Retriever:
             self._own_catalog_change(version)
 
     def _check_new(self, tools: Sequence[Tool]) -> None:
-        clash = [t.id for t in tools if t.id in self._by_id]
+        clash = [t.id for t in tools if t.id in self._by_id or self._other_form_indexed(t.id)]
         if clash:
             raise ToolExistsError(clash)
+
+    def _other_form_indexed(self, tool_id: str) -> bool:
+        """Whether the index holds ``tool_id`` in the other Unicode normal form: feedback, health and remove
+        find either form, so a second tool spelled so would make one of the two unreachable by that id."""
+        other = _other_normal_form(tool_id)
+        return other != tool_id and other in self._by_id
 
     def remove_tools(self, tool_ids: Iterable[str]) -> list[str]:
         """Drop tools (and their learned state); ``UnknownToolError`` if one is not indexed, ``LastToolError``
@@ -507,6 +513,9 @@ class Retriever:
         for _ in range(_SYNC_TRIES):
             with self._lock:
                 self._refresh()
+                clash = [i for i in ids if i not in self._by_id and self._other_form_indexed(i)]
+                if clash:  # as add refuses it: not a new tool, nor this one's update
+                    raise ToolExistsError(clash)
                 plan = plan_sync(ids, digests, {k: v[0] for k, v in self._parsed.items()}, self._ids, prune)
                 if stats != self._meta.prior_stats:  # first pass, or rebuilt meanwhile (same encoder, policy)
                     stats, priors = self._meta.prior_stats, {}
