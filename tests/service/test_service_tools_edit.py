@@ -292,3 +292,12 @@ def test_with_the_key_writes_go_through(db):
         assert c.delete("/tools/weather", headers=auth).status_code == 404
     with Retriever.open(db) as r:
         assert {t.tool.id for t in r.tools()} == {"mail.a", "mail.b", "ns/with/slash", "sms"}
+
+
+def test_an_unknown_field_is_named_short_not_echoed_back(client, db):
+    """A field name is the caller's: a 300,000-character key came back whole in the 422's detail."""
+    before = snapshot(db)
+    r = client.post("/tools", json={"tools": [{"id": "q", "name": "q", "k" * 300_000: 1}]})
+    assert r.status_code == 422 and r.json()["error"] == "CatalogError"
+    assert "tools[0], field 'kkk" in r.json()["detail"] and "unknown field" in r.json()["detail"]
+    assert len(r.text) < 1000 and snapshot(db) == before

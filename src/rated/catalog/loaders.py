@@ -39,6 +39,7 @@ from rated.catalog.openapi import is_openapi, openapi_records
 from rated.catalog.schema import Tool
 from rated.errors import CatalogError, CatalogProblem
 from rated.paths import atomic_path
+from rated.shown import clipped
 
 __all__ = ["load_catalog", "save_catalog"]
 
@@ -359,7 +360,7 @@ def _validate(pending: list[_Pending], problems: list[CatalogProblem]) -> list[T
             tool = Tool.model_validate(record)
         except ValidationError as exc:
             for err in exc.errors():
-                parts = [str(x) for x in err["loc"]]
+                parts = [clipped(str(x)) for x in err["loc"]]  # an unknown key is the caller's, any size
                 if parts and parts[0] in renames:
                     parts[0] = renames[parts[0]]
                 problems.append(CatalogProblem(loc, ".".join(parts), _reason(err)))
