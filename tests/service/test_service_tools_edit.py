@@ -3,6 +3,7 @@ learned, other retrievers on the store follow, errors change nothing, and the AP
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -301,3 +302,22 @@ def test_an_unknown_field_is_named_short_not_echoed_back(client, db):
     assert r.status_code == 422 and r.json()["error"] == "CatalogError"
     assert "tools[0], field 'kkk" in r.json()["detail"] and "unknown field" in r.json()["detail"]
     assert len(r.text) < 1000 and snapshot(db) == before
+
+
+@pytest.mark.parametrize("method", ["post", "put"])
+@pytest.mark.parametrize(
+    ("tool", "field"),
+    [
+        ({"id": "q", "name": "q", "description": "a\udc00b"}, "description"),
+        ({"id": "q", "name": "q", "extra": {"notes": ["ok", {"k\ud800": 1}]}}, "extra"),
+    ],
+)
+def test_a_lone_surrogate_is_a_422_naming_its_field(client, db, method, tool, field):
+    """JSON may escape half of a surrogate pair ("\\udc00"): such text cannot be stored as UTF-8, and the
+    write failed with a 500 (PydanticSerializationError) once the tool was already encoded."""
+    body = json.dumps({"tools": [tool]})  # ASCII, with the surrogate as a JSON escape
+    before = snapshot(db)
+    r = client.request(method, "/tools", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["error"] == "CatalogError", r.text
+    assert f"tools[0], field '{field}'" in r.json()["detail"] and "surrogate" in r.json()["detail"]
+    assert snapshot(db) == before

@@ -356,6 +356,11 @@ def _validate(pending: list[_Pending], problems: list[CatalogProblem]) -> list[T
         if _nested_deeper_than(record, MAX_NESTING):  # would break storing and encoding it later
             problems.append(CatalogProblem(loc, "", _TOO_DEEP))
             continue
+        bad = _not_unicode(record)  # JSON may escape half a surrogate pair: no store can write it
+        if bad is not None:
+            field = clipped(str(renames.get(bad, bad)))
+            problems.append(CatalogProblem(loc, field, "holds a lone surrogate: not valid Unicode text"))
+            continue
         try:
             tool = Tool.model_validate(record)
         except ValidationError as exc:
@@ -387,6 +392,26 @@ def _clash(tool_id: str, loc: str, seen: dict[str, tuple[str, str]]) -> str | No
         f"id {ascii(tool_id)} is id {ascii(first_id)} (at {first_loc}) in another Unicode normalisation; "
         "ids must differ in more than that"
     )
+
+
+def _not_unicode(record: Mapping[str, Any]) -> str | None:
+    """The first field of ``record`` holding a string (or a key) with a lone surrogate, else None."""
+    for field, value in record.items():
+        stack = [field, value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                if not item.isascii():
+                    try:
+                        item.encode("utf-8")
+                    except UnicodeEncodeError:
+                        return field
+            elif isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            elif isinstance(item, (list, tuple)):
+                stack.extend(item)
+    return None
 
 
 def _nested_deeper_than(obj: Any, limit: int) -> bool:
