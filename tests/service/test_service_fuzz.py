@@ -24,6 +24,7 @@ from rated.service import Settings, create_app
 IDS = ("mail.a", "mail.b", "weather", "ns/with/slash", "café")
 MAX_BODY = 64 * 1024  # a 10,001-character query fits: it gets QueryError, not 413
 MAX_DETAIL = 1000
+MAX_CATALOG_DETAIL = 4000
 FUZZ = settings.get_profile("fuzz-100")  # per property, three of them, ~5 s (tests/conftest.py)
 
 
@@ -150,14 +151,14 @@ def wire_body(draw: st.DrawFn, route: str) -> bytes:
 
 
 # ---- the service -----------------------------------------------------------------------------------------
-def _check_answer(r, context: object) -> None:
+def _check_answer(r, context: object, max_detail: int = MAX_DETAIL) -> None:
     assert r.status_code < 500, (r.status_code, r.text[:500], context)
     if r.status_code >= 400:
         body = r.json()
         assert set(body) == {"error", "detail"}, (body, context)
         assert isinstance(body["error"], str) and isinstance(body["detail"], str) and body["detail"]
         # one readable line, not the caller's 10,000-character value echoed back
-        assert len(body["detail"]) <= MAX_DETAIL, (r.status_code, body["detail"][:500], context)
+        assert len(body["detail"]) <= max_detail, (r.status_code, body["detail"][:500], context)
 
 
 def test_http_service_never_answers_5xx_and_keeps_its_store(tmp_path):
@@ -249,6 +250,76 @@ def test_http_service_never_answers_5xx_and_keeps_its_store(tmp_path):
             assert stats["caller_errors"] == mine.get("caller_error", 0)
             assert stats["failures"] == sum(mine.values()) - stats["successes"] - stats["caller_errors"]
     assert sum(expected.values()) > 0, "no feedback call was valid: the strategy tests nothing"
+
+
+TOOL = near_valid(
+    {
+        "id": st.sampled_from([*IDS, "cafe\u0301", "new", "new/x"]) | TEXT,
+        "name": st.sampled_from(["send_sms", "x"]) | TEXT,
+        "description": TEXT,
+        "tags": st.lists(TEXT, max_size=2) | TEXT,
+        "parameters": JSON,
+        "extra": JSON,
+    }
+)
+WRITE_IDS = st.sampled_from([*IDS, "cafe\u0301", "new", "new/x", "new%2Fy", "n e w"])
+VALID_TOOLS = st.lists(
+    st.fixed_dictionaries(
+        {"id": WRITE_IDS | st.text(min_size=1, max_size=8), "name": st.sampled_from(["send_sms", "x"])},
+        optional={"description": TEXT.map(lambda s: s[:50])},
+    ),
+    min_size=1,
+    max_size=3,
+)
+WRITES = st.one_of(
+    st.tuples(st.just("post"), near_valid({"tools": st.lists(TOOL | JSON, max_size=3)})),
+    st.tuples(st.just("post"), st.fixed_dictionaries({"tools": VALID_TOOLS})),
+    st.tuples(st.just("put"), near_valid({"tools": st.lists(TOOL | JSON, max_size=3), "prune": JSON})),
+    st.tuples(
+        st.just("put"), st.fixed_dictionaries({"tools": VALID_TOOLS}, optional={"prune": st.booleans()})
+    ),
+    st.tuples(st.just("delete"), WRITE_IDS | URL_TEXT),
+)
+
+
+def test_catalog_writes_never_answer_5xx_and_the_store_holds_what_the_2xx_said(tmp_path):
+    """POST, PUT and DELETE /tools under junk: a 2xx or a one-shape 4xx, and the ids the store holds
+    afterwards are exactly the ones the 2xx answers added and did not remove."""
+    db = tmp_path / "writes.db"
+    Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(64)).close()
+    ids = set(IDS)
+    changed: Counter[str] = Counter()  # 2xx answers by method
+    with Retriever.open(db, encoder=HashEncoder(64)) as served:
+        app = create_app(Settings(max_body_bytes=MAX_BODY), retriever=served)
+        with TestClient(app, raise_server_exceptions=False) as client:
+
+            @FUZZ
+            @given(write=WRITES, ascii_only=st.booleans())
+            def write(write: tuple[str, object], ascii_only: bool) -> None:
+                method, what = write
+                if method == "delete":
+                    url = "/tools/" + quote(str(what).encode("utf-8", "surrogatepass"), safe="/")
+                    r = client.delete(url)
+                else:
+                    raw = json.dumps(what, allow_nan=True, ensure_ascii=ascii_only)
+                    headers = {"content-type": "application/json"}
+                    r = client.request(
+                        method, "/tools", content=raw.encode("utf-8", "surrogatepass"), headers=headers
+                    )
+                # a catalog error lists up to 20 problems, one line each (a field name clipped)
+                _check_answer(r, (method, str(what)[:300]), max_detail=MAX_CATALOG_DETAIL)
+                if r.status_code < 300:
+                    out = r.json()
+                    ids.update(out.get("added", ()))
+                    removed = out.get("removed", ())
+                    ids.difference_update([removed] if isinstance(removed, str) else removed)
+                    changed[method] += 1
+                assert {t["id"] for t in client.get("/tools").json()["data"]} == ids, (method, r.text[:300])
+
+            write()
+    with Retriever.open(db, encoder=HashEncoder(64)) as reopened:
+        assert {h.tool.id for h in reopened.tools()} == ids
+    assert set(changed) == {"post", "put", "delete"}, f"a write never succeeded: {changed}"
 
 
 # ---- what the fuzzing found, pinned ----------------------------------------------------------------------
