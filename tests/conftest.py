@@ -38,3 +38,28 @@ _register_fuzz_profiles()
 def _no_encoder_preferences(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("RATED_ENCODER_BACKEND", "RATED_ENCODER_INT8"):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def store_contents():
+    """Reads everything a refused catalog change must leave as it was in a database: the catalog version
+    other processes poll, ids, records, embeddings, prior, learned states (index 5) and the outcome log."""
+    from rated.store.open import open_store
+
+    def read(db: object) -> tuple:
+        store = open_store(str(db), create=False)
+        try:
+            cat = store.load_catalog()
+            return (
+                store.catalog_version(),
+                list(cat.ids),
+                list(cat.records),
+                cat.embeddings.tobytes(),
+                cat.prior.tobytes(),
+                store.load_states(),
+                store.outcomes(None, None),
+            )
+        finally:
+            store.close()
+
+    return read

@@ -58,29 +58,12 @@ def tools_json(capsys, db) -> dict[str, dict]:
     return {row["id"]: {k: v for k, v in row.items() if k != "components"} for row in json.loads(out)}
 
 
-def snapshot(db) -> tuple:
-    """Everything a failed command must leave as it was: catalog (ids, records, embeddings, prior), states,
-    outcome log, and the catalog version other processes poll."""
-    store = open_store(str(db), create=False)
-    try:
-        cat = store.load_catalog()
-        return (
-            store.catalog_version(),
-            list(cat.ids),
-            list(cat.records),
-            cat.embeddings.tobytes(),
-            cat.prior.tobytes(),
-            store.load_states(),
-            store.outcomes(None, None),
-        )
-    finally:
-        store.close()
-
-
-def test_add_then_search_finds_the_new_tool_and_the_others_keep_what_they_learned(db, tmp_path, capsys):
+def test_add_then_search_finds_the_new_tool_and_the_others_keep_what_they_learned(
+    store_contents, db, tmp_path, capsys
+):
     before = tools_json(capsys, db)
     assert before["weather"]["failures"] == 2 and before["weather"]["healthy"] is False
-    states = snapshot(db)[5]
+    states = store_contents(db)[5]
     new = write(tmp_path / "new.json", [SMS, {"id": "fax", "name": "send_fax", "description": "Send a fax"}])
 
     code, out, err = run(capsys, "add", new, "--db", db, "--json")
@@ -93,12 +76,12 @@ def test_add_then_search_finds_the_new_tool_and_the_others_keep_what_they_learne
     after = tools_json(capsys, db)
     assert {k: after[k] for k in before} == before  # prior, counts, health: all kept
     assert after["sms"]["successes"] == after["sms"]["failures"] == 0
-    assert snapshot(db)[5] == states  # the stored learned state itself, byte for byte
+    assert store_contents(db)[5] == states  # the stored learned state itself, byte for byte
 
 
-def test_remove_drops_the_tool_and_its_state_and_keeps_the_others(db, capsys):
+def test_remove_drops_the_tool_and_its_state_and_keeps_the_others(store_contents, db, capsys):
     before = tools_json(capsys, db)
-    states = snapshot(db)[5]
+    states = store_contents(db)[5]
     assert "mail.a" in states
     code, out, err = run(capsys, "remove", "mail.a", "--db", db, "--json")
     assert code == 0 and err == ""
@@ -106,7 +89,7 @@ def test_remove_drops_the_tool_and_its_state_and_keeps_the_others(db, capsys):
     after = tools_json(capsys, db)
     assert set(after) == {"mail.b", "weather"}
     assert after["weather"] == before["weather"] and after["mail.b"] == before["mail.b"]
-    assert snapshot(db)[5] == {k: v for k, v in states.items() if k != "mail.a"}
+    assert store_contents(db)[5] == {k: v for k, v in states.items() if k != "mail.a"}
     hits = json.loads(run(capsys, "search", "send an email", "--db", db, "-k", "5", "--json")[1])["hits"]
     assert "mail.a" not in {h["id"] for h in hits}
 
@@ -155,24 +138,26 @@ def test_formats_other_than_tool_records_are_added_too(db, tmp_path, capsys):
         ),
     ],
 )
-def test_errors_are_one_line_non_zero_and_change_nothing(db, tmp_path, capsys, argv, code, message):
+def test_errors_are_one_line_non_zero_and_change_nothing(
+    store_contents, db, tmp_path, capsys, argv, code, message
+):
     write(tmp_path / "clash.json", [SMS, {**CATALOG[2], "description": "another weather tool"}])
     write(tmp_path / "empty.json", [])
-    before = snapshot(db)
+    before = store_contents(db)
     got, out, err = run(capsys, *[a.format(tmp=tmp_path) for a in argv], "--db", db)
     assert got == code and out == ""
     assert err.count("\n") == 1 and err.startswith("error: ") and message in err, err
-    assert snapshot(db) == before
+    assert store_contents(db) == before
 
 
-def test_a_malformed_catalog_names_every_problem_and_changes_nothing(db, tmp_path, capsys):
+def test_a_malformed_catalog_names_every_problem_and_changes_nothing(store_contents, db, tmp_path, capsys):
     bad = write(tmp_path / "bad.json", [SMS, {"id": "x", "name": ""}, 3, SMS])
-    before = snapshot(db)
+    before = store_contents(db)
     code, out, err = run(capsys, "add", bad, "--db", db)
     assert code == 4 and out == ""
     assert "item 1, field 'name'" in err and "item 2: expected a JSON object" in err
     assert "'sms'" in err  # the id repeated in the file
-    assert snapshot(db) == before
+    assert store_contents(db) == before
 
 
 def test_a_database_without_an_index_is_a_clear_error(tmp_path, capsys):

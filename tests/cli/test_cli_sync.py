@@ -11,7 +11,6 @@ import pytest
 
 from rated.cli import main
 from rated.retriever import Retriever
-from rated.store.open import open_store
 
 CATALOG = [
     {"id": "mail.a", "name": "send_email", "description": "Send an email message", "provider": "mailcorp"},
@@ -49,25 +48,8 @@ def db(tmp_path, capsys):
     return db
 
 
-def stored(db) -> tuple:
-    """What a failed command must leave as it was (the catalog version other processes poll included)."""
-    store = open_store(str(db), create=False)
-    try:
-        cat = store.load_catalog()
-        return (
-            store.catalog_version(),
-            list(cat.ids),
-            list(cat.records),
-            cat.embeddings.tobytes(),
-            cat.prior.tobytes(),
-            store.load_states(),
-        )
-    finally:
-        store.close()
-
-
-def test_sync_adds_updates_and_keeps_learned_state(db, tmp_path, capsys):
-    states = stored(db)[5]
+def test_sync_adds_updates_and_keeps_learned_state(store_contents, db, tmp_path, capsys):
+    states = store_contents(db)[5]
     catalog = write(tmp_path / "new.json", [CATALOG[0], FLIGHTS, SMS])
     code, out, err = run(capsys, "sync", catalog, "--db", db, "--json")
     assert code == 0 and err == ""
@@ -79,7 +61,7 @@ def test_sync_adds_updates_and_keeps_learned_state(db, tmp_path, capsys):
         ["mail.a"],
     )
     assert got["counts"] == {"added": 1, "updated": 1, "removed": 0, "unchanged": 1} and got["tools"] == 4
-    assert stored(db)[5] == states  # weather's and mail.a's learned state, byte for byte
+    assert store_contents(db)[5] == states  # weather's and mail.a's learned state, byte for byte
     with Retriever.open(db) as r:
         hits = r.retrieve("book a flight ticket", k=4)  # ranked down by its failures, matched by its text
         assert max(hits, key=lambda h: h.semantic).id == "weather"
@@ -91,13 +73,13 @@ def test_prune_removes_what_the_file_no_longer_holds(db, tmp_path, capsys):
     assert code == 0 and json.loads(out)["removed"] == ["mail.b"] and json.loads(out)["tools"] == 2
 
 
-def test_a_second_identical_sync_changes_nothing(db, tmp_path, capsys):
+def test_a_second_identical_sync_changes_nothing(store_contents, db, tmp_path, capsys):
     catalog = write(tmp_path / "new.json", [CATALOG[0], FLIGHTS, SMS])
     assert run(capsys, "sync", catalog, "--db", db, "--prune")[0] == 0
-    before = stored(db)
+    before = store_contents(db)
     code, out, _ = run(capsys, "sync", catalog, "--db", db, "--prune")
     assert code == 0 and "holds these 3 tools as given: nothing to do" in out
-    assert stored(db) == before
+    assert store_contents(db) == before
 
 
 def test_human_output_counts_and_names_each_kind(db, tmp_path, capsys):
@@ -115,20 +97,22 @@ def test_human_output_counts_and_names_each_kind(db, tmp_path, capsys):
         (None, False, 4, "catalog file not found"),
     ],
 )
-def test_errors_are_one_line_non_zero_and_change_nothing(db, tmp_path, capsys, payload, prune, code, message):
+def test_errors_are_one_line_non_zero_and_change_nothing(
+    store_contents, db, tmp_path, capsys, payload, prune, code, message
+):
     path = tmp_path / "c.json" if payload is None else write(tmp_path / "c.json", payload)
-    before = stored(db)
+    before = store_contents(db)
     got, out, err = run(capsys, "sync", path, "--db", db, *(["--prune"] if prune else []))
     assert got == code and out == ""
     assert err.count("\n") == 1 and err.startswith("error: ") and message in err, err
-    assert stored(db) == before
+    assert store_contents(db) == before
 
 
-def test_a_malformed_catalog_names_every_problem_and_changes_nothing(db, tmp_path, capsys):
-    before = stored(db)
+def test_a_malformed_catalog_names_every_problem_and_changes_nothing(store_contents, db, tmp_path, capsys):
+    before = store_contents(db)
     code, out, err = run(capsys, "sync", write(tmp_path / "bad.json", [SMS, SMS]), "--db", db, "--prune")
     assert code == 4 and out == "" and "duplicate id 'sms'" in err
-    assert stored(db) == before
+    assert store_contents(db) == before
 
 
 def test_help_lists_sync(capsys):

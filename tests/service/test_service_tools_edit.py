@@ -16,7 +16,6 @@ from rated.encode.testing import HashEncoder
 from rated.errors import ModelError
 from rated.retriever import Retriever
 from rated.service import Settings, create_app
-from rated.store.open import open_store
 
 KEY = "s3cret-key"
 TOOLS = [
@@ -40,24 +39,6 @@ def db(tmp_path) -> str:
 def client(db):
     with TestClient(create_app(Settings(db=db))) as c:
         yield c
-
-
-def snapshot(db: str) -> tuple:
-    """What a refused request must leave as it was: catalog, embeddings, prior, states, outcomes, version."""
-    store = open_store(db, create=False)
-    try:
-        cat = store.load_catalog()
-        return (
-            store.catalog_version(),
-            list(cat.ids),
-            list(cat.records),
-            cat.embeddings.tobytes(),
-            cat.prior.tobytes(),
-            store.load_states(),
-            store.outcomes(None, None),
-        )
-    finally:
-        store.close()
 
 
 def rows(c: TestClient) -> dict[str, dict]:
@@ -102,24 +83,24 @@ def test_post_takes_openai_and_mcp_definitions_as_rated_add_does(client):
     assert top(client, "book a flight") == "mcp:book_flight"
 
 
-def test_learned_state_of_other_tools_survives_an_add_and_a_remove(client, db):
+def test_learned_state_of_other_tools_survives_an_add_and_a_remove(store_contents, client, db):
     for outcome in ("tool_error", "timeout"):
         body = {"tool_id": "weather", "outcome": outcome, "query": "weather in Oslo"}
         assert client.post("/feedback", json=body).status_code == 200
     assert client.post("/feedback", json={"tool_id": "mail.a", "outcome": "success"}).status_code == 200
-    before, states = rows(client), snapshot(db)[5]
+    before, states = rows(client), store_contents(db)[5]
     assert before["weather"]["healthy"] is False and before["weather"]["failures"] == 2
 
     assert client.post("/tools", json={"tools": [SMS]}).status_code == 201
     after = rows(client)
-    assert {k: after[k] for k in before} == before and snapshot(db)[5] == states
+    assert {k: after[k] for k in before} == before and store_contents(db)[5] == states
 
     r = client.delete("/tools/mail.a")
     assert r.status_code == 200 and r.json() == {"removed": "mail.a", "tools": 4}
     after = rows(client)
     assert set(after) == {"mail.b", "weather", "ns/with/slash", "sms"}
     assert {k: after[k] for k in after if k != "sms"} == {k: v for k, v in before.items() if k != "mail.a"}
-    assert "mail.a" in states and snapshot(db)[5] == {k: v for k, v in states.items() if k != "mail.a"}
+    assert "mail.a" in states and store_contents(db)[5] == {k: v for k, v in states.items() if k != "mail.a"}
     assert client.get("/tools/mail.a").status_code == 404
 
 
@@ -166,13 +147,15 @@ def test_another_retriever_on_the_store_follows_and_the_service_follows_it(clien
         (("delete", "/tools/nope", None), 404, "UnknownToolError", "'nope'"),
     ],
 )
-def test_errors_map_to_status_codes_and_change_nothing(client, db, request_args, status, error, said):
+def test_errors_map_to_status_codes_and_change_nothing(
+    store_contents, client, db, request_args, status, error, said
+):
     method, path, body = request_args
-    before = snapshot(db)
+    before = store_contents(db)
     r = client.request(method, path, json=body)
     assert r.status_code == status, r.text
     assert r.json()["error"] == error and said in r.json()["detail"]
-    assert snapshot(db) == before
+    assert store_contents(db) == before
 
 
 def test_invalid_tools_are_listed_each_with_its_place(client):
@@ -181,15 +164,15 @@ def test_invalid_tools_are_listed_each_with_its_place(client):
     assert r.status_code == 422 and "tools[1], field 'name'" in detail and "tools[2], field 'tags'" in detail
 
 
-def test_the_last_tool_cannot_be_removed(client, db):
+def test_the_last_tool_cannot_be_removed(store_contents, client, db):
     for tool_id in ("mail.a", "mail.b", "weather"):
         assert client.delete(f"/tools/{tool_id}").status_code == 200
-    before = snapshot(db)
+    before = store_contents(db)
     r = client.delete("/tools/ns/with/slash")
     assert (
         r.status_code == 409 and r.json()["error"] == "LastToolError" and "every tool" in r.json()["detail"]
     )
-    assert snapshot(db) == before and list(rows(client)) == ["ns/with/slash"]
+    assert store_contents(db) == before and list(rows(client)) == ["ns/with/slash"]
 
 
 class _FailingEncoder(HashEncoder):
@@ -197,12 +180,12 @@ class _FailingEncoder(HashEncoder):
         raise ModelError("the model went away")
 
 
-def test_an_encoder_failure_stores_nothing(db):
+def test_an_encoder_failure_stores_nothing(store_contents, db):
     with Retriever.open(db, encoder=_FailingEncoder(64)) as r, TestClient(create_app(retriever=r)) as c:
-        before = snapshot(db)
+        before = store_contents(db)
         resp = c.post("/tools", json={"tools": [SMS]})
         assert resp.status_code == 500 and resp.json()["error"] == "ModelError"
-        assert snapshot(db) == before and "sms" not in rows(c)
+        assert store_contents(db) == before and "sms" not in rows(c)
 
 
 class _SlowEncoder(HashEncoder):
@@ -273,8 +256,10 @@ KEYED = [  # (method, path, body): valid, invalid and unknown, all refused alike
 
 
 @pytest.mark.parametrize(("method", "path", "body"), KEYED)
-def test_without_the_key_a_write_is_refused_before_anything_looks_at_it(db, method, path, body):
-    before = snapshot(db)
+def test_without_the_key_a_write_is_refused_before_anything_looks_at_it(
+    store_contents, db, method, path, body
+):
+    before = store_contents(db)
     with TestClient(create_app(Settings(db=db, api_key=KEY))) as c:
         for headers in ({}, {"Authorization": "Bearer wrong"}):
             content = body if isinstance(body, str) else None
@@ -282,7 +267,7 @@ def test_without_the_key_a_write_is_refused_before_anything_looks_at_it(db, meth
             r = c.request(method, path, json=json_body, content=content, headers=headers)
             assert r.status_code == 401, (headers, r.text)
             assert r.json()["error"] == "Unauthorized" and KEY not in r.text
-    assert snapshot(db) == before
+    assert store_contents(db) == before
 
 
 def test_with_the_key_writes_go_through(db):
@@ -295,13 +280,13 @@ def test_with_the_key_writes_go_through(db):
         assert {t.tool.id for t in r.tools()} == {"mail.a", "mail.b", "ns/with/slash", "sms"}
 
 
-def test_an_unknown_field_is_named_short_not_echoed_back(client, db):
+def test_an_unknown_field_is_named_short_not_echoed_back(store_contents, client, db):
     """A field name is the caller's: a 300,000-character key came back whole in the 422's detail."""
-    before = snapshot(db)
+    before = store_contents(db)
     r = client.post("/tools", json={"tools": [{"id": "q", "name": "q", "k" * 300_000: 1}]})
     assert r.status_code == 422 and r.json()["error"] == "CatalogError"
     assert "tools[0], field 'kkk" in r.json()["detail"] and "unknown field" in r.json()["detail"]
-    assert len(r.text) < 1000 and snapshot(db) == before
+    assert len(r.text) < 1000 and store_contents(db) == before
 
 
 @pytest.mark.parametrize("method", ["post", "put"])
@@ -312,12 +297,12 @@ def test_an_unknown_field_is_named_short_not_echoed_back(client, db):
         ({"id": "q", "name": "q", "extra": {"notes": ["ok", {"k\ud800": 1}]}}, "extra"),
     ],
 )
-def test_a_lone_surrogate_is_a_422_naming_its_field(client, db, method, tool, field):
+def test_a_lone_surrogate_is_a_422_naming_its_field(store_contents, client, db, method, tool, field):
     """JSON may escape half of a surrogate pair ("\\udc00"): such text cannot be stored as UTF-8, and the
     write failed with a 500 (PydanticSerializationError) once the tool was already encoded."""
     body = json.dumps({"tools": [tool]})  # ASCII, with the surrogate as a JSON escape
-    before = snapshot(db)
+    before = store_contents(db)
     r = client.request(method, "/tools", content=body, headers={"content-type": "application/json"})
     assert r.status_code == 422 and r.json()["error"] == "CatalogError", r.text
     assert f"tools[0], field '{field}'" in r.json()["detail"] and "surrogate" in r.json()["detail"]
-    assert snapshot(db) == before
+    assert store_contents(db) == before

@@ -13,7 +13,6 @@ from rated import Tool
 from rated.encode.testing import HashEncoder
 from rated.retriever import Retriever
 from rated.service import Settings, create_app
-from rated.store.open import open_store
 
 KEY = "s3cret-key"
 TOOLS = [
@@ -39,34 +38,17 @@ def client(db):
         yield c
 
 
-def stored(db: str) -> tuple:
-    """What a refused request must leave as it was: catalog, embeddings, prior, states, version."""
-    store = open_store(db, create=False)
-    try:
-        cat = store.load_catalog()
-        return (
-            store.catalog_version(),
-            list(cat.ids),
-            list(cat.records),
-            cat.embeddings.tobytes(),
-            cat.prior.tobytes(),
-            store.load_states(),
-        )
-    finally:
-        store.close()
-
-
 def metric(text: str, sample: str) -> float:
     found = re.search(rf"^{re.escape(sample)} (\S+)$", text, re.MULTILINE)
     assert found, f"{sample} not exposed"
     return float(found.group(1))
 
 
-def test_put_adds_updates_and_keeps_learned_state(client, db):
+def test_put_adds_updates_and_keeps_learned_state(store_contents, client, db):
     for outcome in ("tool_error", "timeout"):
         body = {"tool_id": "weather", "outcome": outcome, "query": "weather in Oslo"}
         assert client.post("/feedback", json=body).status_code == 200
-    states = stored(db)[5]
+    states = store_contents(db)[5]
     r = client.put("/tools", json={"tools": [RECORDS[0], FLIGHTS, RECORDS[2], SMS]})
     assert r.status_code == 200, r.text
     assert r.json() == {
@@ -76,7 +58,7 @@ def test_put_adds_updates_and_keeps_learned_state(client, db):
         "unchanged": ["mail.a", "ns/with/slash"],
         "tools": 4,
     }
-    assert stored(db)[5] == states  # weather keeps what it learned: same tool, new text
+    assert store_contents(db)[5] == states  # weather keeps what it learned: same tool, new text
     assert client.get("/tools/weather").json()["failures"] == 2
     hits = client.post("/retrieve", json={"query": "book a flight ticket", "k": 4}).json()["hits"]
     best = max(hits, key=lambda h: h["semantic"])  # ranked down by its failures, matched by its new text
@@ -89,13 +71,13 @@ def test_put_with_prune_removes_the_tools_not_given(client, db):
     assert r.json()["tools"] == 2 and client.get("/tools/weather").status_code == 404
 
 
-def test_an_identical_put_changes_nothing(client, db):
+def test_an_identical_put_changes_nothing(store_contents, client, db):
     body = {"tools": [RECORDS[0], FLIGHTS, SMS], "prune": True}
     assert client.put("/tools", json=body).status_code == 200
-    before = stored(db)
+    before = store_contents(db)
     r = client.put("/tools", json=body)
     assert r.status_code == 200 and r.json()["unchanged"] == ["mail.a", "weather", "sms"]
-    assert stored(db) == before
+    assert store_contents(db) == before
 
 
 def test_another_retriever_on_the_store_answers_as_a_fresh_open(client, db):
@@ -118,12 +100,12 @@ def test_another_retriever_on_the_store_answers_as_a_fresh_open(client, db):
         ({"tools": [SMS], "extra": 1}, 422, "RequestValidationError", "extra"),
     ],
 )
-def test_errors_map_to_status_codes_and_change_nothing(client, db, body, status, error, said):
-    before = stored(db)
+def test_errors_map_to_status_codes_and_change_nothing(store_contents, client, db, body, status, error, said):
+    before = store_contents(db)
     r = client.put("/tools", json=body)
     assert r.status_code == status, r.text
     assert r.json()["error"] == error and said in r.json()["detail"]
-    assert stored(db) == before
+    assert store_contents(db) == before
 
 
 def test_changes_are_counted_by_kind(client):
@@ -144,13 +126,13 @@ def test_the_openapi_schema_documents_put(client):
     assert put["operationId"] == "sync_tools" and {"200", "409", "413", "422"} <= set(put["responses"])
 
 
-def test_the_api_key_comes_first(db):
-    before = stored(db)
+def test_the_api_key_comes_first(store_contents, db):
+    before = store_contents(db)
     with TestClient(create_app(Settings(db=db, api_key=KEY))) as c:
         for body in ({"tools": [SMS], "prune": True}, {"tools": [{"name": ""}], "junk": 1}):
             r = c.put("/tools", json=body, headers={"Authorization": "Bearer wrong"})
             assert r.status_code == 401 and r.json()["error"] == "Unauthorized"
-        assert stored(db) == before
+        assert store_contents(db) == before
         auth = {"Authorization": f"Bearer {KEY}"}
         assert c.put("/tools", json={"tools": [SMS]}, headers=auth).status_code == 200
     with Retriever.open(db) as r:
