@@ -95,7 +95,7 @@ def test_a_malformed_export_is_refused_and_leaves_the_index_empty(cls):
 
 
 def test_terms_round_trip_and_a_newline_is_refused():
-    terms = ["send", "e-mail", "são", "weather forecast", ""][:4]
+    terms = ["send", "e-mail", "são", "weather forecast"]
     assert unpack_terms(pack_terms(terms)) == terms
     assert unpack_terms(pack_terms([])) == []
     with pytest.raises(ValueError):
