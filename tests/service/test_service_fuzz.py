@@ -140,7 +140,11 @@ def wire_body(draw: st.DrawFn, route: str) -> bytes:
     value = draw(BODIES[route] | JSON)
     text = json.dumps(value, allow_nan=True, ensure_ascii=draw(st.booleans()))
     raw = text.encode("utf-8", "surrogatepass")
-    how = draw(st.sampled_from(["whole", "whole", "whole", "cut", "bytes", "huge"]))
+    how = draw(st.sampled_from(["whole", "whole", "whole", "cut", "bytes", "huge", "deep", "digits"]))
+    if how == "deep":  # past the parser's recursion limit, well under the body limit
+        return text.replace("{", "[" * 5000 + "{", 1).encode("utf-8", "surrogatepass") + b"]" * 5000
+    if how == "digits":  # a number over Python's 4,300-digit int conversion limit
+        return text.replace("{", '{"n": ' + "9" * 4301 + ", ", 1).encode("utf-8", "surrogatepass")
     if how == "cut":
         return raw[: draw(st.integers(0, max(0, len(raw) - 1)))]
     if how == "bytes":
@@ -157,6 +161,7 @@ def _check_answer(r, context: object, max_detail: int = MAX_DETAIL) -> None:
         body = r.json()
         assert set(body) == {"error", "detail"}, (body, context)
         assert isinstance(body["error"], str) and isinstance(body["detail"], str) and body["detail"]
+        assert "error parsing the body" not in body["detail"], context  # FastAPI's words for any failure
         # one readable line, not the caller's 10,000-character value echoed back
         assert len(body["detail"]) <= max_detail, (r.status_code, body["detail"][:500], context)
 

@@ -20,6 +20,7 @@ from rated.errors import (
     UnknownToolError,
 )
 from rated.service.auth import AUTH_CHALLENGE, Unauthorized
+from rated.service.unreadable import unreadable_body
 from rated.shown import clipped
 from rated.store.base import LastToolError
 
@@ -97,20 +98,27 @@ def install_error_handler(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        request.app.state.metrics.errors.labels("RequestValidationError").inc()
-        return JSONResponse(
-            {
-                "error": "RequestValidationError",
-                "detail": validation_detail(exc, request.headers.get("content-type", "")),
-            },
-            status_code=422,
-        )
+        unreadable = any(e["type"] == "json_invalid" for e in exc.errors())
+        detail = unreadable_body(exc.__cause__) if unreadable else None
+        return _invalid(request, detail or validation_detail(exc, request.headers.get("content-type", "")))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        """Unknown routes (404), wrong methods (405) and the like, in the same shape as every error."""
+        """Unknown routes (404), wrong methods (405) and the like, in the same shape as every error.
+
+        A body the JSON parser failed on other than by syntax (FastAPI's 400 "There was an error parsing
+        the body") is an invalid body like any other: a 422 saying what is wrong with it."""
+        unreadable = unreadable_body(exc.__cause__) if exc.status_code == 400 else None
+        if unreadable is not None:
+            return _invalid(request, unreadable)
         return JSONResponse(
             {"error": "HTTPError", "detail": str(exc.detail)},
             status_code=exc.status_code,
             headers=getattr(exc, "headers", None),
         )
+
+
+def _invalid(request: Request, detail: str) -> JSONResponse:
+    """A request whose body or parameters are invalid: 422, counted as a validation error."""
+    request.app.state.metrics.errors.labels("RequestValidationError").inc()
+    return JSONResponse({"error": "RequestValidationError", "detail": detail}, status_code=422)

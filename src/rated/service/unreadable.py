@@ -1,0 +1,67 @@
+"""``unreadable_body(cause)``: what is wrong with a request body the JSON parser refused, in one line.
+
+FastAPI parses a JSON body with ``json.loads``. A syntax error comes back as a validation error that says
+only "JSON decode error" at a character offset; every other failure of the parser (a number over Python's
+4,300-digit int conversion limit, nesting past the recursion limit, bytes that are not UTF-8) comes back as
+a 400 "There was an error parsing the body", the same words for all three, on every route. FastAPI raises
+both from the parser's exception (``raise ... from e``), so the error handlers read the cause here. The
+body itself is never quoted: it may be megabytes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import sys
+
+__all__ = ["parser_depth", "unreadable_body"]
+
+
+def unreadable_body(cause: BaseException | None) -> str | None:
+    """The detail for a body ``json.loads`` failed on with ``cause``; None for any other exception."""
+    if isinstance(cause, json.JSONDecodeError):
+        # some messages end in "at" ("Invalid control character at"): the place follows either way
+        what = cause.msg.removesuffix(" at")
+        return f"body is not valid JSON: {what} at line {cause.lineno:,} column {cause.colno:,}"
+    if isinstance(cause, UnicodeDecodeError):
+        # json.loads also reads UTF-16 and UTF-32, guessing from the first bytes (0xFF 0xFE: UTF-16-LE)
+        read_as = (
+            ""
+            if cause.encoding == "utf-8"
+            else f" (nor {cause.encoding.upper()}, as its first bytes suggest)"
+        )
+        return f"body is not UTF-8{read_as}: {cause.reason} at byte {cause.start:,}"
+    if isinstance(cause, RecursionError):
+        levels = parser_depth()
+        return (
+            f"the body nests arrays and objects deeper than the JSON parser reads (about {levels:,} levels)"
+        )
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        found = re.search(r"value has (\d+) digits", str(cause))  # Python's own words, not the caller's
+        has = f" (one has {int(found[1]):,})" if found else ""
+        return f"a number in the body has more than {sys.get_int_max_str_digits():,} digits{has}"
+    return None
+
+
+@functools.cache
+def parser_depth() -> int:
+    """About how deep ``json.loads`` nests before its recursion guard stops it, measured once (the limit
+    depends on the Python version and on the stack the parser starts from, so no constant is right)."""
+    deepest, beyond = 1, 1
+    while _parses(beyond):  # double until it fails, then halve the gap
+        deepest, beyond = beyond, beyond * 2
+        if beyond > 1_000_000:  # no guard at all in this interpreter
+            return deepest
+    while beyond - deepest > 1:
+        middle = (deepest + beyond) // 2
+        deepest, beyond = (middle, beyond) if _parses(middle) else (deepest, middle)
+    return deepest
+
+
+def _parses(depth: int) -> bool:
+    try:
+        json.loads("[" * depth + "]" * depth)
+    except RecursionError:
+        return False
+    return True

@@ -1,0 +1,117 @@
+"""A JSON body the parser fails on gets a 422 saying what is wrong with it, on every route with a body.
+
+FastAPI answered a number over 4,300 digits, nesting past the recursion limit and bytes that are not UTF-8
+with one generic 400 "There was an error parsing the body", and a syntax error with "body.0: JSON decode
+error" (an offset, not what was wrong).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rated import Tool
+from rated.encode.testing import HashEncoder
+from rated.retriever import Retriever
+from rated.service import Settings, create_app
+from rated.service.unreadable import parser_depth, unreadable_body
+
+WRITES = [("POST", "/retrieve"), ("POST", "/retrieve/batch"), ("POST", "/feedback")]
+WRITES += [("POST", "/tools"), ("PUT", "/tools")]
+JSON = {"content-type": "application/json"}
+DEEP = 20_000  # 40 KB: far past the parser's depth, well under the body limit
+BODIES = {
+    "digits": (
+        b'{"query": "x", "k": -' + b"7" * 5000 + b"}",
+        "a number in the body has more than 4,300 digits",
+    ),
+    "deep": (
+        b'{"query": ' + b"[" * DEEP + b"]" * DEEP + b"}",
+        "the body nests arrays and objects deeper than",
+    ),
+    "deep objects": (b'{"a":' * DEEP + b"1" + b"}" * DEEP, "the body nests arrays and objects deeper than"),
+    "latin-1": (
+        '{"query": "caf\u00e9"}'.encode("latin-1"),
+        "body is not UTF-8: invalid continuation byte at byte 14",
+    ),
+    "binary": (b"\x80{}", "body is not UTF-8: invalid start byte at byte 0"),
+    "utf-16 bom": (
+        b"\xff\xfe{",
+        "body is not UTF-8 (nor UTF-16-LE, as its first bytes suggest): truncated data",
+    ),
+    "not json": (b"query=send+an+email", "body is not valid JSON: Expecting value at line 1 column 1"),
+    "cut short": (b'{"query": "x",\n "k": ', "body is not valid JSON: Expecting value at line 2 column 7"),
+    "two bodies": (
+        b'{"query": "x"}\n{"query": "y"}',
+        "body is not valid JSON: Extra data at line 2 column 1",
+    ),
+    "control char": (
+        b'{"query": "a\x01b"}',
+        "body is not valid JSON: Invalid control character at line 1 column 13",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def client():
+    tools = [Tool(id="mail", name="send_email", description="Send an email message")]
+    with (
+        Retriever.from_catalog(tools, encoder=HashEncoder(32)) as r,
+        TestClient(create_app(Settings(), retriever=r), raise_server_exceptions=False) as c,
+    ):
+        yield c
+
+
+@pytest.mark.parametrize(("method", "route"), WRITES)
+@pytest.mark.parametrize("case", sorted(BODIES))
+def test_an_unreadable_body_gets_a_422_saying_what_is_wrong(client, method, route, case):
+    raw, says = BODIES[case]
+    r = client.request(method, route, content=raw, headers=JSON)
+    assert r.status_code == 422, (r.status_code, r.text[:300])  # a generic 400 before (422 for syntax)
+    assert r.json() == {"error": "RequestValidationError", "detail": r.json()["detail"]}
+    detail = r.json()["detail"]
+    assert detail.startswith(says), detail
+    assert len(detail) < 200 and "There was an error parsing the body" not in detail
+    # for a nesting error: the level the parser stops at, measured, not a guess
+    if case.startswith("deep"):
+        levels = int(re.search(r"about ([\d,]+) levels", detail)[1].replace(",", ""))
+        assert 100 < levels < DEEP
+
+
+def test_the_digit_count_comes_from_the_parser_and_the_body_is_never_echoed(client):
+    secret = "9" * 4999 + "1"
+    r = client.post("/retrieve", content=f'{{"query": "x", "k": {secret}}}'.encode(), headers=JSON)
+    assert r.status_code == 422
+    assert r.json()["detail"] == "a number in the body has more than 4,300 digits (one has 5,000)"
+    cut = client.post("/retrieve", content=b'{"query": "' + b"q" * 50_000 + b'"', headers=JSON)
+    assert cut.status_code == 422 and len(cut.text) < 200  # JSON decode error: no 50 KB echo
+
+
+def test_unreadable_bodies_are_counted_as_validation_errors(client):
+    def counted() -> float:
+        text = client.get("/metrics").text
+        found = re.search(r'^rated_errors_total\{error="RequestValidationError"\} (\S+)$', text, re.M)
+        return float(found[1]) if found else 0.0
+
+    before = counted()
+    for raw, _ in BODIES.values():
+        client.post("/feedback", content=raw, headers=JSON)
+    assert counted() == before + len(BODIES)
+
+
+def test_a_readable_body_and_other_errors_are_unchanged(client):
+    assert client.post("/retrieve", json={"query": "send an email"}).status_code == 200
+    bom = b"\xef\xbb\xbf" + json.dumps({"query": "mail"}).encode()  # UTF-8 with a BOM: read
+    assert client.post("/retrieve", content=bom, headers=JSON).status_code == 200
+    assert client.post("/retrieve", json={"k": 2}).json()["detail"] == "body.query: Field required"
+    assert client.get("/nowhere").json() == {"error": "HTTPError", "detail": "Not Found"}
+
+
+def test_other_exceptions_are_not_taken_for_an_unreadable_body():
+    assert unreadable_body(None) is None
+    assert unreadable_body(ValueError("some other value error")) is None
+    assert unreadable_body(OSError("disk")) is None
+    assert 100 < parser_depth() < 1_000_000
