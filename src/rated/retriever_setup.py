@@ -125,28 +125,45 @@ def build_index(
 ) -> SemanticIndex:
     """The semantic index of ``tools``, whose stored records have ``digests``: its lexical part restored
     from the store's snapshot where one fits, else built; a snapshot is saved again when there was none
-    that fitted or when following it took changes to a tenth of the pool or more. Reading and saving are
-    best effort (a snapshot the store cannot give is no snapshot; a busy or read-only store keeps the old
-    one, or none: the next process builds the index)."""
-    from rated.index import snapshot
-    from rated.index.semantic import SemanticIndex
+    that fitted or when following it took changes to a tenth of the pool or more. Likewise an HNSW dense
+    part (above ``hnsw_threshold`` tools) is attached to the graph saved for exactly this pool, else built
+    and its graph saved. Reading and saving are best effort (a snapshot the store cannot give is no
+    snapshot; a busy or read-only store keeps the old one, or none: the next process builds the index)."""
+    from rated.index import hnsw_snapshot, snapshot
+    from rated.index.semantic import SemanticIndex, dense_kind
 
-    try:
-        blob = store.load_cached(snapshot.NAME)
-    except StoreError as exc:  # e.g. a cache laid out by another version: build, as without one
-        log.debug("lexical snapshot not read: %s", exc)
-        blob = None
+    blob = _load_cached(store, snapshot.NAME)
     restored = None if blob is None else snapshot.restore(blob, config, tools, digests)
     lexical, changed = restored or (None, len(tools))
-    index = SemanticIndex.build(tools, embeddings, config, lexical=lexical)
+    dense = None
+    if dense_kind(config, len(tools)) == "hnsw":
+        blob = _load_cached(store, hnsw_snapshot.NAME)
+        ids = [t.id for t in tools]
+        dense = None if blob is None else hnsw_snapshot.restore(blob, config, ids, embeddings)
+    del blob  # a large graph's blob is not kept while the index is built
+    index = SemanticIndex.build(tools, embeddings, config, lexical=lexical, dense=dense)
     if restored is None or changed * 10 >= len(tools):
-        data = snapshot.dump(index, digests)
-        if data is not None:
-            try:
-                store.save_cached(snapshot.NAME, data)
-            except StoreError as exc:
-                log.debug("lexical snapshot not saved: %s", exc)
+        _save_cached(store, snapshot.NAME, snapshot.dump(index, digests))
+    if dense is None:  # a graph was built (None for a flat index): the next process attaches it
+        _save_cached(store, hnsw_snapshot.NAME, hnsw_snapshot.dump(index.dense))
     return index
+
+
+def _load_cached(store: Store, name: str) -> bytes | None:
+    try:
+        return store.load_cached(name)
+    except StoreError as exc:  # e.g. a cache laid out by another version: build, as without one
+        log.debug("%s not read: %s", name, exc)
+        return None
+
+
+def _save_cached(store: Store, name: str, data: bytes | None) -> None:
+    if data is None:
+        return
+    try:
+        store.save_cached(name, data)
+    except StoreError as exc:
+        log.debug("%s not saved: %s", name, exc)
 
 
 @contextmanager

@@ -2,12 +2,15 @@
 
 The vectors are kept in a numpy array beside the faiss index, so tools can be added and removed without
 re-encoding the others (removal rebuilds the faiss structure from the stored vectors), and the exact score
-of any tool for a query is one dot product (used when fusing with lexical candidates).
+of any tool for a query is one dot product (used when fusing with lexical candidates). An HNSW graph can
+be exported without its vectors (``graph``) and attached to them again (``attach``) instead of being built:
+that is how ``rated.index.hnsw_snapshot`` spares every process that opens a large catalog the build.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import faiss
 import numpy as np
@@ -15,7 +18,22 @@ import numpy as np
 from rated.errors import ConfigError, UnknownToolError
 from rated.index.ids import check_known_ids, check_new_ids
 
-__all__ = ["DenseIndex"]
+__all__ = ["DenseIndex", "HnswGraph"]
+
+
+@dataclass(frozen=True)
+class HnswGraph:
+    """An HNSW graph without its vectors, in faiss's layout: node ``i`` lives on layers ``0 ..
+    levels[i] - 1`` and its neighbours on layer ``l`` are ``neighbors[offsets[i] + cum[l] : offsets[i] +
+    cum[l + 1]]`` (-1 ends a list), where ``cum`` follows from ``m`` and ``offsets`` from ``levels`` and
+    ``cum``. ``ef_construction`` is what the graph was built with, ``entry_point`` its top node."""
+
+    m: int
+    ef_construction: int
+    entry_point: int
+    max_level: int
+    levels: np.ndarray  # int32 (n,)
+    neighbors: np.ndarray  # int32 (offsets[-1],)
 
 
 class DenseIndex:
@@ -55,6 +73,98 @@ class DenseIndex:
 
     def __len__(self) -> int:
         return len(self._ids)
+
+    @property
+    def ef_construction(self) -> int:
+        """faiss's ``efConstruction`` for an HNSW index (0 for a flat one)."""
+        return int(self._faiss.hnsw.efConstruction) if self.kind == "hnsw" else 0
+
+    @property
+    def layer_slots(self) -> list[int]:
+        """faiss's ``cum_nneighbor_per_level`` for an HNSW index (where each layer's neighbours start in a
+        node's slots; it follows from ``hnsw_m``), ``[]`` for a flat one."""
+        return (
+            faiss.vector_to_array(self._faiss.hnsw.cum_nneighbor_per_level).tolist()
+            if self.kind == "hnsw"
+            else []
+        )
+
+    def graph(self) -> HnswGraph | None:
+        """The HNSW graph's links (copies), ``None`` for a flat or empty index."""
+        if self.kind != "hnsw" or not len(self):
+            return None
+        hnsw = self._faiss.hnsw
+        return HnswGraph(
+            m=self.hnsw_m,
+            ef_construction=self.ef_construction,
+            entry_point=int(hnsw.entry_point),
+            max_level=int(hnsw.max_level),
+            levels=faiss.vector_to_array(hnsw.levels),
+            neighbors=faiss.vector_to_array(hnsw.neighbors),
+        )
+
+    def attach(self, ids: Sequence[str], vectors: np.ndarray, graph: HnswGraph) -> None:
+        """Fill this empty HNSW index with ``vectors`` under ``ids``, linked by ``graph`` (what ``graph()``
+        gave on the index ``add`` made of them) instead of building the links: then it searches exactly as
+        that index. ``ConfigError``, and nothing changed, for a graph that is not one faiss can walk over
+        these vectors with this index's settings (checked in full: faiss reads the links unchecked)."""
+        if self.kind != "hnsw" or len(self):
+            raise ConfigError("a graph is attached to an empty HNSW index only")
+        arr = self._check(vectors, len(ids))
+        check_new_ids(ids, {})
+        offsets = self._check_graph(graph, len(ids))
+        hnsw = self._faiss.hnsw
+        faiss.copy_array_to_vector(graph.levels, hnsw.levels)
+        faiss.copy_array_to_vector(offsets, hnsw.offsets)
+        faiss.copy_array_to_vector(graph.neighbors, hnsw.neighbors)
+        hnsw.entry_point, hnsw.max_level = graph.entry_point, graph.max_level
+        self._faiss.storage.add(arr)  # the flat storage only appends the vectors: no links are made
+        self._faiss.ntotal = len(ids)
+        self._ids = list(ids)
+        self._pos = {tool_id: p for p, tool_id in enumerate(self._ids)}
+        self._vecs = arr.copy()
+
+    def _check_graph(self, graph: HnswGraph, n: int) -> np.ndarray:
+        """``graph``'s offsets (uint64) after checking that every link faiss will follow stays in bounds:
+        each node on a layer that exists, each neighbour a node, on an upper layer one that reaches it."""
+
+        def bad(why: str) -> ConfigError:
+            return ConfigError(f"the HNSW graph does not fit this index: {why}")
+
+        if (graph.m, graph.ef_construction) != (self.hnsw_m, self.ef_construction):
+            raise bad(f"built with M={graph.m}, efConstruction={graph.ef_construction}")
+        levels, neighbors = graph.levels, graph.neighbors
+        for name, array in (("levels", levels), ("neighbors", neighbors)):
+            if not isinstance(array, np.ndarray) or array.dtype != np.int32 or array.ndim != 1:
+                raise bad(f"{name} is not a 1-d int32 array")
+        cum = np.array(self.layer_slots, dtype=np.int64)
+        if n < 1 or len(levels) != n:
+            raise bad(f"{len(levels)} nodes for {n} vectors")
+        if int(levels.min()) < 1 or int(levels.max()) > len(cum) - 1:
+            raise bad("a node's layer count is out of range")
+        if graph.max_level != int(levels.max()) - 1 or not 0 <= graph.entry_point < n:
+            raise bad("the entry point or top layer does not match the nodes")
+        if int(levels[graph.entry_point]) != graph.max_level + 1:
+            raise bad("the entry point is not on the top layer")
+        offsets = np.zeros(n + 1, dtype=np.uint64)
+        np.cumsum(cum[levels], out=offsets[1:])
+        if len(neighbors) != int(offsets[-1]):
+            raise bad(f"{len(neighbors)} neighbour slots, the layers need {int(offsets[-1])}")
+        if len(neighbors) and (int(neighbors.min()) < -1 or int(neighbors.max()) >= n):
+            raise bad("a neighbour is not a node")
+        # every node is on layer 0; a neighbour on layer l >= 1 must be on it too, or faiss reads the
+        # neighbour's slots for a layer it does not have (past its own, perhaps past the array)
+        upper = np.flatnonzero(levels >= 2)
+        if len(upper):
+            counts = cum[levels[upper]] - cum[1]
+            first = np.repeat(offsets[upper].astype(np.int64) + cum[1], counts)
+            within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+            layer = np.searchsorted(cum, within + cum[1], side="right") - 1
+            linked = neighbors[first + within]
+            on = linked >= 0
+            if (levels[linked[on]] <= layer[on]).any():
+                raise bad("an upper-layer neighbour is not on that layer")
+        return offsets
 
     @property
     def ids(self) -> list[str]:

@@ -38,7 +38,14 @@ from rated.index.ids import check_known_ids, check_new_ids
 from rated.index.lexical import BM25Index
 from rated.index.tfidf import TfidfIndex
 
-__all__ = ["DEFAULT_SEMANTIC", "SemanticConfig", "SemanticIndex", "new_lexical_index"]
+__all__ = [
+    "DEFAULT_SEMANTIC",
+    "SemanticConfig",
+    "SemanticIndex",
+    "dense_kind",
+    "new_dense_index",
+    "new_lexical_index",
+]
 
 LEXICAL_KINDS = ("bm25", "tfidf", "none")
 FUSIONS = ("convex", "rrf")
@@ -121,6 +128,18 @@ def new_lexical_index(config: SemanticConfig) -> BM25Index | TfidfIndex | None:
     return None
 
 
+def dense_kind(config: SemanticConfig, size: int) -> str:
+    """The dense index kind ``config`` picks for a pool of ``size`` tools: ``flat`` or ``hnsw``."""
+    if config.dense_kind == "auto":
+        return "hnsw" if size > config.hnsw_threshold else "flat"
+    return config.dense_kind
+
+
+def new_dense_index(config: SemanticConfig, dim: int, size: int) -> DenseIndex:
+    """An empty dense index of the kind and settings ``config`` asks for, for a pool of ``size`` tools."""
+    return DenseIndex(dim, kind=dense_kind(config, size))
+
+
 class SemanticIndex:
     """Dense + lexical index over a tool pool; ``search`` returns positions into ``tool_ids`` and ``S_sem``.
 
@@ -129,7 +148,7 @@ class SemanticIndex:
 
     def __init__(self, dim: int, config: SemanticConfig | None = None, expected_size: int = 0):
         self.config = config or DEFAULT_SEMANTIC
-        self._dense = DenseIndex(dim, kind=self._dense_kind(expected_size))
+        self._dense = new_dense_index(self.config, dim, expected_size)
         self._lexical = new_lexical_index(self.config)
         self._tools: list[Tool] = []
 
@@ -141,25 +160,42 @@ class SemanticIndex:
         config: SemanticConfig | None = None,
         *,
         lexical: BM25Index | TfidfIndex | None = None,
+        dense: DenseIndex | None = None,
     ) -> SemanticIndex:
         """Index ``tools`` with their encoder embeddings (``(len(tools), dim)``, unit-norm rows).
 
         ``lexical``: the lexical index of exactly these tools, in this order, already built (restored by
-        ``rated.index.snapshot``, made by ``new_lexical_index(config)``); their texts are then not read."""
+        ``rated.index.snapshot``, made by ``new_lexical_index(config)``); their texts are then not read.
+        ``dense``: likewise the dense index of exactly these tools and embeddings (restored by
+        ``rated.index.hnsw_snapshot``, made by ``new_dense_index(config, ...)``); no graph is built then."""
         emb = np.asarray(embeddings, dtype=np.float32)
         if emb.ndim != 2:
             raise ConfigError(f"embeddings must be a 2-d array, got shape {emb.shape}")
         index = cls(emb.shape[1], config, expected_size=len(tools))
-        if lexical is None:
-            index.add(tools, emb)
-            return index
         ids = [t.id for t in tools]
-        if type(lexical) is not type(index._lexical) or lexical.ids != ids:
+        if lexical is not None and (type(lexical) is not type(index._lexical) or lexical.ids != ids):
             raise ConfigError("the lexical index given to build is not one of these tools for this config")
-        index._lexical = None  # add the dense part and the pool only, then adopt the lexical index
-        index.add(tools, emb)
-        index._lexical = lexical
+        if dense is not None and (
+            (dense.kind, dense.dim) != (index._dense.kind, index.dim) or dense.ids != ids
+        ):
+            raise ConfigError("the dense index given to build is not one of these tools for this config")
+        if lexical is not None:
+            index._lexical = None  # adopted once the rest is added
+        if dense is None:
+            index.add(tools, emb)
+        else:  # it holds these tools already: add the pool and the lexical part only
+            index._dense = dense
+            if index._lexical is not None:
+                index._lexical.add(ids, [lexical_text(t, index.config.lexical_text) for t in tools])
+            index._tools = list(tools)
+        if lexical is not None:
+            index._lexical = lexical
         return index
+
+    @property
+    def dense(self) -> DenseIndex:
+        """The dense part, for ``rated.index.hnsw_snapshot``."""
+        return self._dense
 
     @property
     def lexical(self) -> BM25Index | TfidfIndex | None:
@@ -233,8 +269,7 @@ class SemanticIndex:
         return True
 
     def _dense_kind(self, size: int) -> str:
-        kind = self.config.dense_kind
-        return ("hnsw" if size > self.config.hnsw_threshold else "flat") if kind == "auto" else kind
+        return dense_kind(self.config, size)
 
     # ------------------------------------------------------------------ scoring
     def _lexical_norm(self, query: str) -> np.ndarray:

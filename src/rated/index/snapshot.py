@@ -28,11 +28,9 @@ import dataclasses
 import functools
 import hashlib
 import importlib
-import io
 import json
 import logging
 import unicodedata
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,6 +39,7 @@ import numpy as np
 
 from rated.catalog.schema import Tool
 from rated.catalog.text import lexical_text
+from rated.index.npzblob import from_json, json_array, open_npz, pack
 
 if TYPE_CHECKING:  # for type hints only
     from rated.index.lexical import BM25Index
@@ -124,15 +123,12 @@ def dump(index: SemanticIndex, digests: Sequence[bytes]) -> bytes | None:
         raise ValueError(f"{len(ids)} tools need {len(ids)} record digests of one width")
     header = {"format": FORMAT, "fingerprint": fingerprint(index.config), "tools": len(ids)}
     arrays = {f"lexical_{name}": array for name, array in lexical.export().items()}
-    buffer = io.BytesIO()
-    np.savez(
-        buffer,
-        header=_json_array(header),
-        ids=_json_array(ids),
+    return pack(
+        header=json_array(header),
+        ids=json_array(ids),
         digests=np.frombuffer(b"".join(digests), dtype=np.uint8).reshape(len(ids), -1),
         **arrays,
     )
-    return buffer.getvalue()
 
 
 def restore(
@@ -152,14 +148,11 @@ def _restore(
 ) -> tuple[BM25Index | TfidfIndex, int] | None:
     from rated.index.semantic import new_lexical_index
 
-    with zipfile.ZipFile(io.BytesIO(blob)) as archive:  # as np.savez writes it: nothing to inflate
-        if any(m.compress_type != zipfile.ZIP_STORED or m.file_size > len(blob) for m in archive.infolist()):
-            return None
-    with np.load(io.BytesIO(blob), allow_pickle=False) as saved:
-        header = _from_json(saved["header"])
+    with open_npz(blob) as saved:
+        header = from_json(saved["header"])
         if header.get("format") != FORMAT or header.get("fingerprint") != fingerprint(config):
             return None
-        saved_ids = _from_json(saved["ids"])
+        saved_ids = from_json(saved["ids"])
         saved_digests = [row.tobytes() for row in saved["digests"]]
         arrays = {k.removeprefix("lexical_"): saved[k] for k in saved.files if k.startswith("lexical_")}
     if not isinstance(saved_ids, list) or len(saved_ids) != len(saved_digests):
@@ -181,11 +174,3 @@ def _restore(
     if n < len(ids):
         lexical.add(ids[n:], [lexical_text(t, config.lexical_text) for t in tools[n:]])
     return lexical, len(removed) + len(ids) - n
-
-
-def _json_array(value: Any) -> np.ndarray:
-    return np.frombuffer(json.dumps(value).encode("utf-8"), dtype=np.uint8)
-
-
-def _from_json(array: np.ndarray) -> Any:
-    return json.loads(np.asarray(array, dtype=np.uint8).tobytes().decode("utf-8"))
