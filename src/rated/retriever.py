@@ -29,8 +29,9 @@ import threading
 import time
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import numpy as np
 
@@ -62,6 +63,7 @@ from rated.store.base import (
 from rated.store.codec import decode_state, encode_state
 from rated.store.meta import EncoderIdentity, IndexMeta
 from rated.store.open import open_store
+from rated.tracking import AsyncTrackedCall, TrackedCall
 
 __all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "SyncReport", "ToolHealth"]
 
@@ -71,6 +73,7 @@ _BANDIT_NAMES = ("bandit", "mab", "health")  # what policies call their feedback
 _NO_LIMIT = 2**62  # an outcomes() limit above this is no limit
 _SYNC_TRIES = 4  # encodings in one sync while other writers keep changing the tools it syncs
 _RELOAD_TRIES = 3  # catalog reloads in one refresh while rebuilds keep landing mid-way (then: next refresh)
+T = TypeVar("T")
 
 
 class Retriever:
@@ -387,6 +390,53 @@ class Retriever:
             except BaseException:
                 self._undo_local(keys)  # the policy may hold a change the store refused
                 raise
+
+    # ---- tracked calls: the outcome reported and classified by itself (rated.tracking, rated.classify) --
+    def track(self, tool_id: str, query: str | None = None) -> TrackedCall:
+        """``with r.track(tool_id, query=...) as call:`` reports the call made in the block, once: success
+        when it returns, ``outcome_from_exception`` when it raises (the exception propagates), or what
+        ``call.report(...)`` / ``call.report_status(status, headers)`` said. An unknown tool id or a bad
+        query fails here, before the tool runs; a report that fails is logged, never raised over the call.
+        """
+        return TrackedCall(self._check_call(tool_id, query), query, self.feedback)
+
+    def atrack(self, tool_id: str, query: str | None = None) -> AsyncTrackedCall:
+        """``track`` for ``async with``: entering checks the id off the event loop; ``afeedback`` reports."""
+        start = partial(asyncio.to_thread, self._check_call, tool_id, query)
+        return AsyncTrackedCall(tool_id, query, self.afeedback, start)
+
+    def call(
+        self,
+        tool_id: str,
+        fn: Callable[..., T],
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        query: str | None = None,
+    ) -> T:
+        """``fn(**arguments)``, tracked as ``track`` does; arguments that do not fit ``fn`` are reported as
+        a caller error and raise ``TypeError`` without running it."""
+        with self.track(tool_id, query) as tracked:
+            return tracked.run(fn, arguments)
+
+    async def acall(
+        self,
+        tool_id: str,
+        fn: Callable[..., Any],
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        query: str | None = None,
+    ) -> Any:
+        """``call`` for coroutine functions (a plain function's result is returned as it is)."""
+        async with self.atrack(tool_id, query) as tracked:
+            return await tracked.run(fn, arguments)
+
+    def _check_call(self, tool_id: object, query: object) -> str:
+        """The catalog's spelling of ``tool_id`` (``UnknownToolError`` if none), the query checked too."""
+        if query is not None:
+            self._check_query(query)
+        with self._lock:
+            self._refresh()
+            return self._known_id(tool_id)
 
     # ---- catalog changes ---------------------------------------------------------------------------
     def add_tools(

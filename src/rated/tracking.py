@@ -1,0 +1,190 @@
+"""Report a tool call's outcome by itself: success when the block returns, the classified outcome when it
+raises (``rated.classify``), or what the caller says, exactly once per call.
+
+``Retriever.track`` / ``atrack`` / ``call`` / ``acall`` build these; the classes only need something that
+reports (``Retriever.feedback`` / ``afeedback``), so they are tested without a store.
+
+Reporting is best-effort towards the call it wraps (the retriever fails open for the agent too): a report
+that fails (store busy or gone, the tool removed meanwhile) never replaces the tool's own exception and
+never turns a tool's success into an exception, which would invite a retry of a call that has already had
+its effect (an email sent twice). It is logged as a warning on the ``rated.tracking`` logger, kept on
+``call.report_error`` and, when the tool raised, added to that exception as a note.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from rated.classify import outcome_from_exception, outcome_from_status
+from rated.errors import ConfigError
+from rated.outcome import Outcome, OutcomeKind
+
+__all__ = ["AsyncTrackedCall", "TrackedCall"]
+
+log = logging.getLogger("rated.tracking")
+T = TypeVar("T")
+Send = Callable[[str, Outcome, str | None], None]
+ASend = Callable[[str, Outcome, str | None], Awaitable[None]]
+
+
+class _Tracked:
+    """What the sync and async forms share: the caller's override and the choice of the outcome."""
+
+    def __init__(self, tool_id: str, query: str | None) -> None:
+        self.tool_id = tool_id
+        self.query = query
+        self.outcome: Outcome | None = None  # what was reported, once the block has ended
+        self.report_error: Exception | None = None  # why reporting failed, if it did
+        self._chosen: Outcome | None = None
+        self._used = False
+        self._misused = False
+
+    def report(self, outcome: Outcome | OutcomeKind | str | bool, retry_after: float | None = None) -> None:
+        """Report ``outcome`` when the block ends, instead of what its end implies (the last call wins;
+        an interrupted block still reports nothing). Checked now: a bad name is a ``ConfigError`` here."""
+        if isinstance(outcome, Outcome) and retry_after is not None:
+            outcome = Outcome(outcome.kind, retry_after)
+        self._choose(Outcome.of, outcome, retry_after)
+
+    def report_status(self, status: int, headers: Mapping[str, str] | None = None) -> None:
+        """``report`` the outcome of an HTTP status, for clients that return error responses instead of
+        raising them (``outcome_from_status``: a 429's ``Retry-After`` becomes the block's length)."""
+        self._choose(outcome_from_status, status, headers)
+
+    def _choose(self, make: Callable[..., Outcome], *args: Any) -> None:
+        try:
+            self._chosen = make(*args)
+        except ConfigError:
+            self._misused = True  # the caller's mistake, not the tool's: this call reports nothing
+            raise
+
+    def _begin(self) -> None:
+        if self._used:
+            raise ConfigError(f"a tracked call of {self.tool_id!r} reports once: track each call anew")
+        self._used = True
+
+    def _decide(self, exc: BaseException | None) -> Outcome | None:
+        """The caller's choice, else success or the exception's outcome; None when interrupted (Ctrl-C,
+        cancelled, exiting), which says nothing about the tool whatever the caller chose before, or after
+        a ``report`` the caller got wrong."""
+        if self._misused:
+            return None
+        if exc is None:
+            return self._chosen or Outcome(OutcomeKind.SUCCESS)
+        outcome = outcome_from_exception(exc)
+        return None if outcome is None else self._chosen or outcome
+
+    def _failed(self, error: Exception, exc: BaseException | None) -> None:
+        self.report_error = error
+        log.warning("could not report the outcome of tool %r: %s", self.tool_id, error, exc_info=error)
+        if exc is not None:
+            exc.add_note(f"rated could not report this call's outcome for tool {self.tool_id!r}: {error!r}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.tool_id!r}, outcome={self.outcome})"
+
+
+class TrackedCall(_Tracked):
+    """``with retriever.track(tool_id, query) as call:`` reports one call of the tool when the block ends."""
+
+    def __init__(self, tool_id: str, query: str | None, send: Send) -> None:
+        super().__init__(tool_id, query)
+        self._send = send
+
+    def run(self, fn: Callable[..., T], arguments: Mapping[str, Any] | None = None) -> T:
+        """``fn(**arguments)``. Arguments that do not fit ``fn``'s signature are the caller's error: it is
+        reported and the ``TypeError`` raised without running ``fn``."""
+        kwargs = {} if arguments is None else arguments
+        _check_binding(self, fn, kwargs)
+        try:
+            return fn(**kwargs)
+        except TypeError as exc:
+            _caller_error_if_unbound(self, exc)
+            raise
+
+    def __enter__(self) -> Self:
+        self._begin()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        outcome = self._decide(exc)
+        if outcome is None:
+            return
+        try:
+            self._send(self.tool_id, outcome, self.query)
+        except Exception as error:
+            self._failed(error, exc)
+        else:
+            self.outcome = outcome
+
+
+class AsyncTrackedCall(_Tracked):
+    """``async with retriever.atrack(tool_id, query) as call:``: ``TrackedCall`` for asyncio. Entering it
+    checks the tool id (``start``, off the event loop) before the block runs."""
+
+    def __init__(
+        self, tool_id: str, query: str | None, send: ASend, start: Callable[[], Awaitable[str]]
+    ) -> None:
+        super().__init__(tool_id, query)
+        self._send = send
+        self._start = start
+
+    async def run(self, fn: Callable[..., T | Awaitable[T]], arguments: Mapping[str, Any] | None = None) -> T:
+        """``await fn(**arguments)`` (a plain function's result is returned as it is); arguments that do not
+        fit ``fn`` are the caller's error, reported without running ``fn``."""
+        kwargs = {} if arguments is None else arguments
+        _check_binding(self, fn, kwargs)
+        try:
+            result = fn(**kwargs)
+        except TypeError as exc:
+            _caller_error_if_unbound(self, exc)
+            raise
+        if inspect.isawaitable(result):
+            return await result
+        return result  # type: ignore[return-value]
+
+    async def __aenter__(self) -> Self:
+        self._begin()
+        self.tool_id = await self._start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        outcome = self._decide(exc)
+        if outcome is None:
+            return
+        try:
+            await self._send(self.tool_id, outcome, self.query)
+        except Exception as error:
+            self._failed(error, exc)
+        else:
+            self.outcome = outcome
+
+
+def _check_binding(call: _Tracked, fn: Callable[..., Any], arguments: object) -> None:
+    """Raise (and report a caller error) when ``arguments`` cannot bind to ``fn``: checked on the signature,
+    which follows ``functools.wraps``, so a decorated tool is not entered either."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # no signature (some builtins, not a callable): the call will tell
+        return
+    try:
+        signature.bind(**arguments)  # type: ignore[arg-type]
+    except TypeError as exc:
+        call.report(OutcomeKind.CALLER_ERROR)
+        name = getattr(fn, "__qualname__", None) or type(fn).__name__
+        raise TypeError(f"arguments for tool {call.tool_id!r} do not fit {name}(): {exc}") from None
+
+
+def _caller_error_if_unbound(call: _Tracked, exc: TypeError) -> None:
+    """A ``TypeError`` raised by the call expression itself (``fn`` never ran) is the caller's."""
+    tb = exc.__traceback__
+    if tb is not None and tb.tb_next is None:
+        call.report(OutcomeKind.CALLER_ERROR)

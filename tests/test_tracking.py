@@ -1,0 +1,307 @@
+"""Tracked calls without a store: one report per call, the caller's override, interruptions, a failing
+report that never hides the tool's own exception or fails a successful call, and ``run``'s argument check."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import math
+
+import httpx
+import pytest
+
+from rated.errors import ConfigError, StoreError
+from rated.outcome import Outcome
+from rated.tracking import AsyncTrackedCall, TrackedCall
+
+
+class Sink:
+    """Collects reports, or fails them all when ``error`` is set."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.sent: list[tuple[str, Outcome, str | None]] = []
+        self.error = error
+
+    def __call__(self, tool_id: str, outcome: Outcome, query: str | None) -> None:
+        if self.error is not None:
+            raise self.error
+        self.sent.append((tool_id, outcome, query))
+
+    async def asend(self, tool_id: str, outcome: Outcome, query: str | None) -> None:
+        await asyncio.sleep(0)
+        self(tool_id, outcome, query)
+
+    @property
+    def kinds(self) -> list[str]:
+        return [o.kind.value for _, o, _ in self.sent]
+
+
+def track(sink: Sink, tool_id: str = "weather", query: str | None = "weather in Rome") -> TrackedCall:
+    return TrackedCall(tool_id, query, sink)
+
+
+def test_a_block_that_returns_reports_one_success() -> None:
+    sink = Sink()
+    with track(sink) as call:
+        pass
+    assert sink.sent == [("weather", Outcome("success"), "weather in Rome")]
+    assert call.outcome == Outcome("success") and call.report_error is None
+
+
+def test_a_block_that_raises_reports_the_classified_outcome_and_reraises_it() -> None:
+    sink = Sink()
+    error = httpx.ReadTimeout("slow")
+    with pytest.raises(httpx.ReadTimeout) as raised, track(sink):
+        raise error
+    assert raised.value is error
+    assert sink.kinds == ["timeout"]
+
+
+def test_the_callers_report_wins_over_the_blocks_end() -> None:
+    sink = Sink()
+    with track(sink) as call:
+        call.report("tool_error")
+        call.report("caller_error")  # the last one wins
+    with pytest.raises(ValueError), track(sink) as call:
+        call.report("rate_limited", retry_after=5)
+        raise ValueError("after the tool answered: the caller knows better")
+    with track(sink) as call:
+        call.report(Outcome("rate_limited", 1.0), retry_after=2)
+    assert sink.kinds == ["caller_error", "rate_limited", "rate_limited"]
+    assert [o.retry_after for _, o, _ in sink.sent] == [None, 5.0, 2.0]
+
+
+def test_report_status_for_clients_that_return_errors() -> None:
+    sink = Sink()
+    with track(sink) as call:
+        call.report_status(429, {"Retry-After": "30"})
+    with track(sink) as call:
+        call.report_status(httpx.codes.UNPROCESSABLE_ENTITY)
+    assert [o for _, o, _ in sink.sent] == [Outcome("rate_limited", 30.0), Outcome("caller_error")]
+
+
+def test_a_bad_report_fails_at_once_and_reports_nothing() -> None:
+    sink = Sink()
+    with pytest.raises(ConfigError, match="unknown outcome"), track(sink) as call:
+        call.report("exploded")
+    with pytest.raises(ConfigError, match="HTTP status"), track(sink) as call:
+        call.report_status(700)
+    assert sink.sent == []  # the developer's mistake says nothing about the tool
+
+
+@pytest.mark.parametrize("interruption", [KeyboardInterrupt, SystemExit, asyncio.CancelledError])
+def test_an_interrupted_block_reports_nothing(interruption: type[BaseException]) -> None:
+    sink = Sink()
+    with pytest.raises(interruption), track(sink) as call:
+        call.report("success")  # even a choice made before: the call did not finish
+        raise interruption()
+    assert sink.sent == [] and call.outcome is None
+
+
+def test_a_failing_report_never_fails_a_successful_call(caplog: pytest.LogCaptureFixture) -> None:
+    sink = Sink(StoreError("the store is gone"))
+    with caplog.at_level(logging.WARNING, logger="rated.tracking"), track(sink) as call:
+        result = "sent the email"
+    assert result == "sent the email"
+    assert isinstance(call.report_error, StoreError) and call.outcome is None
+    assert "could not report the outcome of tool 'weather'" in caplog.text
+    assert "the store is gone" in caplog.text
+
+
+def test_a_failing_report_never_replaces_the_tools_exception(caplog: pytest.LogCaptureFixture) -> None:
+    sink = Sink(StoreError("the store is gone"))
+    error = httpx.ConnectError("refused")
+    with caplog.at_level(logging.WARNING, logger="rated.tracking"):
+        with pytest.raises(httpx.ConnectError) as raised, track(sink) as call:
+            raise error
+    assert raised.value is error  # the same exception, its type and message unchanged
+    assert any("the store is gone" in note for note in error.__notes__)
+    assert isinstance(call.report_error, StoreError)
+    assert "the store is gone" in caplog.text
+
+
+def test_a_tracked_call_reports_once() -> None:
+    sink = Sink()
+    call = track(sink)
+    with call:
+        pass
+    with pytest.raises(ConfigError, match="reports once"), call:
+        pass
+    assert sink.kinds == ["success"]
+
+
+# ---- run: the arguments checked against the signature ---------------------------------------------------
+def test_run_returns_the_tools_result() -> None:
+    sink = Sink()
+    with track(sink) as call:
+        assert call.run(lambda city, days=1: f"{city} x{days}", {"city": "Rome", "days": 2}) == "Rome x2"
+        assert call.run(lambda: 42) == 42
+    assert sink.kinds == ["success"]
+
+
+def decorated(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        wrapper.entered = True
+        return fn(*args, **kwargs)
+
+    wrapper.entered = False
+    return wrapper
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"town": "Rome"},  # unknown name
+        {},  # missing one
+        {"city": "Rome", "days": 1, "hours": 3},
+        ["Rome"],  # an agent sent a list, not an object
+        {1: "Rome"},
+    ],
+)
+def test_arguments_that_do_not_fit_are_the_callers_error_and_the_tool_never_runs(arguments) -> None:
+    sink = Sink()
+    ran = []
+
+    @decorated
+    def tool(city: str, days: int = 1) -> str:
+        ran.append(city)
+        return city
+
+    with pytest.raises(TypeError, match="arguments for tool 'weather' do not fit"), track(sink) as call:
+        call.run(tool, arguments)
+    assert ran == [] and tool.entered is False
+    assert sink.kinds == ["caller_error"]
+
+
+def test_a_type_error_inside_the_tool_is_the_tools() -> None:
+    sink = Sink()
+
+    def tool(city: str) -> str:
+        return city + None  # type: ignore[operator]
+
+    with pytest.raises(TypeError, match="concatenate"), track(sink) as call:
+        call.run(tool, {"city": "Rome"})
+    assert sink.kinds == ["tool_error"]
+
+
+def test_a_builtin_refusing_an_argument_is_the_callers() -> None:
+    sink = Sink()
+    with pytest.raises(TypeError), track(sink) as call:
+        call.run(math.sqrt, {"x": "four"})  # sqrt's signature binds; the call refuses the type
+    assert sink.kinds == ["caller_error"]
+
+
+def test_a_type_error_of_a_call_written_in_the_block() -> None:
+    sink = Sink()
+
+    def tool(city: str) -> str:
+        return city + None  # type: ignore[operator]
+
+    arguments = {"town": "Rome"}
+    with pytest.raises(TypeError), track(sink):
+        tool(**arguments)  # did not bind: raised by this very line
+    with pytest.raises(TypeError), track(sink):
+        tool(city="Rome")  # raised inside the tool
+    assert sink.kinds == ["caller_error", "tool_error"]
+
+
+# ---- asyncio -----------------------------------------------------------------------------------------
+def atrack(sink: Sink, checked: list[str] | None = None, fail: Exception | None = None) -> AsyncTrackedCall:
+    async def start() -> str:
+        if fail is not None:
+            raise fail
+        if checked is not None:
+            checked.append("weather")
+        return "weather"
+
+    return AsyncTrackedCall("Weather", "weather in Rome", sink.asend, start)
+
+
+def test_async_success_failure_and_the_checked_id() -> None:
+    sink = Sink()
+    checked: list[str] = []
+
+    async def main() -> None:
+        async with atrack(sink, checked) as call:
+            assert checked == ["weather"] and call.tool_id == "weather"  # checked before the block runs
+        with pytest.raises(httpx.HTTPStatusError):
+            async with atrack(sink):
+                request = httpx.Request("GET", "https://tool.invalid")
+                httpx.Response(401, request=request).raise_for_status()
+
+    asyncio.run(main())
+    assert sink.sent == [
+        ("weather", Outcome("success"), "weather in Rome"),
+        ("weather", Outcome("auth_error"), "weather in Rome"),
+    ]
+
+
+def test_async_start_failure_runs_nothing_and_reports_nothing() -> None:
+    sink = Sink()
+    ran = []
+
+    async def main() -> None:
+        async with atrack(sink, fail=LookupError("unknown tool")):
+            ran.append(1)
+
+    with pytest.raises(LookupError):
+        asyncio.run(main())
+    assert ran == [] and sink.sent == []
+
+
+def test_async_cancellation_reports_nothing() -> None:
+    sink = Sink()
+
+    async def main() -> None:
+        entered = asyncio.Event()
+
+        async def agent() -> None:
+            async with atrack(sink):
+                entered.set()
+                await asyncio.sleep(60)  # the tool call in flight
+
+        task = asyncio.create_task(agent())
+        await entered.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert sink.sent == []
+
+
+def test_async_run_awaits_coroutines_and_checks_arguments() -> None:
+    sink = Sink()
+    ran = []
+
+    async def tool(city: str) -> str:
+        ran.append(city)
+        await asyncio.sleep(0)
+        return city.upper()
+
+    async def main() -> None:
+        async with atrack(sink) as call:
+            assert await call.run(tool, {"city": "rome"}) == "ROME"
+            assert await call.run(lambda city: city, {"city": "paris"}) == "paris"  # a plain function
+        with pytest.raises(TypeError):
+            async with atrack(sink) as call:
+                await call.run(tool, {"town": "rome"})
+
+    asyncio.run(main())
+    assert ran == ["rome"]
+    assert sink.kinds == ["success", "caller_error"]
+
+
+def test_async_failing_report_keeps_the_tools_exception() -> None:
+    sink = Sink(StoreError("busy"))
+    error = TimeoutError("slow")
+
+    async def main() -> None:
+        async with atrack(sink):
+            raise error
+
+    with pytest.raises(TimeoutError) as raised:
+        asyncio.run(main())
+    assert raised.value is error and any("busy" in n for n in error.__notes__)
