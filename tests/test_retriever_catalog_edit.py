@@ -161,3 +161,30 @@ def test_an_id_indexed_in_the_other_unicode_normal_form_is_refused_by_add_and_sy
         with pytest.raises(ToolExistsError):
             r.sync_tools([*TOOLS, decomposed], prune=True)
         assert r.store.catalog_version() == version and len(r) == 3
+
+
+@pytest.mark.parametrize("write", ["add", "sync"])
+def test_the_other_unicode_spelling_stored_after_the_last_check_is_refused_by_the_store(
+    tmp_path, monkeypatch, write
+):
+    """Two processes adding "café" composed and decomposed at once: each one's own check passed before
+    the other's write, and the store, comparing ids exactly, kept both (the store now refuses the second)."""
+    db = tmp_path / "r.db"
+    Retriever.from_catalog(TOOLS, db=db, encoder=HashEncoder(32)).close()
+    theirs = Tool(id=unicodedata.normalize("NFC", "café"), name="cafe", description="Their coffee tool")
+    mine_too = theirs.model_copy(update={"id": unicodedata.normalize("NFD", "café"), "name": "coffee"})
+    with Retriever.open(db) as mine:
+        real = mine.store.put_tools
+
+        def landing_first(*args, **kwargs):
+            with Retriever.open(db) as other:
+                other.add_tools([theirs])
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(mine.store, "put_tools", landing_first)
+        with pytest.raises(ToolExistsError) as caught:
+            mine.add_tools([mine_too]) if write == "add" else mine.sync_tools([*TOOLS, mine_too])
+        assert caught.value.tool_ids == [mine_too.id]
+    with Retriever.open(db) as fresh:
+        assert [t.tool.id for t in fresh.tools()] == ["mail", "weather", theirs.id]
+        assert fresh.health(mine_too.id).tool.name == "cafe"  # the one tool, found by either spelling

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import unicodedata
 import uuid
 
 import numpy as np
@@ -343,3 +344,31 @@ def test_put_tools_with_delete_is_one_change_and_check_meta_can_refuse_it(store)
     assert store.load_states() == {"a": b"kept"}  # the deleted tool's state went in the same change
     assert store.put_tools([], [], np.ones((0, 3), np.float32), np.ones(0), delete=["d"]) == version + 2
     assert store.load_catalog().ids == ("a", "b")
+
+
+def test_put_tools_refuses_a_new_id_stored_in_another_unicode_normal_form_inside_the_change(store):
+    """Lookups by id find "café" composed or decomposed, and a catalog refuses ids that differ only so.
+    The retriever checks before the write; two processes adding either form at once each passed that
+    check, and the store, comparing ids exactly, took both."""
+    from rated.errors import ToolExistsError
+
+    nfc, nfd = unicodedata.normalize("NFC", "café"), unicodedata.normalize("NFD", "café")
+    one = np.ones((1, 3), np.float32)
+    store.put_tools([nfc], [f'{{"id": "{nfc}"}}'], one, np.ones(1), new_only=True)
+    version, before = store.catalog_version(), store.load_catalog()
+    for new_only in (True, False):  # add refuses it, and so does sync's write (no new_only)
+        with pytest.raises(ToolExistsError) as caught:
+            store.put_tools(
+                ["tea", nfd], ['{"id": "tea"}', "{}"], np.ones((2, 3)), np.ones(2), new_only=new_only
+            )
+        assert caught.value.tool_ids == [nfd]
+    both_new = ([unicodedata.normalize("NFD", "thé"), unicodedata.normalize("NFC", "thé")], ["{}", "{}"])
+    with pytest.raises(ToolExistsError) as caught:  # both forms in one change
+        store.put_tools(*both_new, np.ones((2, 3)), np.ones(2), new_only=True)
+    assert caught.value.tool_ids == both_new[0]
+    after = store.load_catalog()
+    assert (after.ids, after.records, store.catalog_version()) == (before.ids, before.records, version)
+    # the composed tool replaced in place, or removed in the same change: no second spelling results
+    store.put_tools([nfc, "tea"], ['{"id": "v2"}', '{"id": "tea"}'], np.ones((2, 3)), np.ones(2))
+    store.put_tools([nfd], ['{"id": "d"}'], one, np.ones(1), new_only=True, delete=[nfc])
+    assert store.load_catalog().ids == ("tea", nfd)

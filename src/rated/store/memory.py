@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from rated.errors import ToolExistsError
 from rated.store.base import (
     IndexExistsError,
     LastToolError,
@@ -20,7 +19,7 @@ from rated.store.base import (
     OutcomeStats,
     StoredCatalog,
 )
-from rated.store.rows import check_tool_rows, empty_catalog_dim
+from rated.store.rows import check_tool_rows, empty_catalog_dim, refuse_clashes
 from rated.store.stats import recent_outcomes, summarise_outcomes
 
 __all__ = ["MemoryStore"]
@@ -77,9 +76,7 @@ class MemoryStore:
         with self._lock:
             if check_meta is not None:
                 check_meta(dict(self._meta))
-            found = [i for i in dict.fromkeys(ids) if i in self._tools] if new_only else []
-            if found:
-                raise ToolExistsError(found)
+            refuse_clashes(ids, lambda keys: self._tools.keys() & keys, new_only=new_only, delete=delete)
             if delete and (self._tools.keys() | set(ids)) <= set(delete):
                 raise LastToolError("cannot remove every tool: an index needs at least one")
             self._put_rows(ids, records, emb, prior, details)

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError, ToolExistsError
+from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
 from rated.store.base import (
     FORMAT_VERSION,
     IndexExistsError,
@@ -57,6 +57,7 @@ from rated.store.rows import (
     decode_meta,
     decode_vector,
     empty_catalog_dim,
+    refuse_clashes,
 )
 from rated.store.stats import outcome_slot, recent_outcomes, summarise_outcomes
 
@@ -349,10 +350,13 @@ class RedisStore:
         def body(pipe: Any) -> Callable[[list[Any]], int]:
             if check_meta is not None:  # read under WATCH: a rebuild landing before EXEC re-runs this
                 check_meta(decode_meta(pipe.get(self._k("meta")), self._where))
+
+            def held(keys: list[str]) -> list[str]:
+                return [k for k, s in zip(keys, pipe.zmscore(order, keys), strict=True) if s is not None]
+
+            # read under WATCH: of two writers adding one id (or its two spellings), the second is refused
+            refuse_clashes(ids, held, new_only=new_only, delete=delete)
             scores = pipe.zmscore(order, list(ids)) if ids else []
-            found = [i for i, score in zip(ids, scores, strict=True) if score is not None] if new_only else []
-            if found:  # read under WATCH: of two writers adding one id, the second is refused
-                raise ToolExistsError(list(dict.fromkeys(found)))
             if delete:
                 kept = pipe.zcard(order) + len({i for i, s in zip(ids, scores, strict=True) if s is None})
                 if kept <= sum(s is not None for s in pipe.zmscore(order, delete)):

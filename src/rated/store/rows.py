@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import unicodedata
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from rated.errors import ConfigError, IndexFormatError
+from rated.errors import ConfigError, IndexFormatError, ToolExistsError
 
 __all__ = [
     "check_max_outcomes",
@@ -17,6 +18,8 @@ __all__ = [
     "decode_meta",
     "decode_vector",
     "empty_catalog_dim",
+    "other_spellings",
+    "refuse_clashes",
 ]
 
 
@@ -43,6 +46,46 @@ def check_tool_rows(
         raise ConfigError("put_tools: ids, records, embeddings and prior must have the same length")
     details = list(prior_detail) if prior_detail is not None else [{} for _ in ids]
     return emb, details
+
+
+def other_spellings(ids: Iterable[str]) -> dict[str, str]:
+    """The Unicode normal forms (NFC, NFD) of each id that differ from it, each mapped to that id: "café"
+    composed and decomposed look the same, and lookups by id (feedback, remove) find either."""
+    spelled: dict[str, str] = {}
+    for tool_id in ids:
+        for form in ("NFC", "NFD"):
+            other = unicodedata.normalize(form, tool_id)
+            if other != tool_id:
+                spelled.setdefault(other, tool_id)
+    return spelled
+
+
+def refuse_clashes(
+    ids: Sequence[str],
+    held: Callable[[list[str]], Collection[str]],
+    *,
+    new_only: bool,
+    delete: Collection[str] = (),
+) -> None:
+    """Inside a ``put_tools`` change: ``ToolExistsError`` naming the ids the store holds already (with
+    ``new_only``) and, always, each new id that the catalog would then hold in two spellings (the store
+    keeps another normal form of it, or the change brings both). ``held(keys)``: which keys the store
+    holds, read inside the change. Only ids with another normal form (not ASCII) cost a read without
+    ``new_only``."""
+    given = list(dict.fromkeys(ids))
+    spelled = other_spellings(given)
+    if not given or not (new_only or spelled):
+        return
+    present = set(held(given + [form for form in spelled if form not in given]))
+    removed = set(delete)
+    clash = {i for i in given if new_only and i in present}
+    clash.update(
+        i
+        for form, i in spelled.items()
+        if i not in present and form not in removed and (form in present or form in given)
+    )
+    if clash:
+        raise ToolExistsError([i for i in given if i in clash])
 
 
 def empty_catalog_dim(meta: Mapping[str, Any]) -> int:

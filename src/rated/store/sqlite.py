@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError, ToolExistsError
+from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
 from rated.store.base import (
     FORMAT_VERSION,
     IndexExistsError,
@@ -50,6 +50,7 @@ from rated.store.rows import (
     decode_meta,
     decode_vector,
     empty_catalog_dim,
+    refuse_clashes,
 )
 from rated.store.stats import outcome_slot
 
@@ -284,11 +285,14 @@ class SQLiteStore:
             if check_meta is not None:  # the settings of the index the tools land in, inside the change
                 row = conn.execute("SELECT value FROM meta WHERE key='config'").fetchone()
                 check_meta(decode_meta(row[0] if row else None, str(self.path)))
-            if new_only:  # checked inside the change: of two writers adding one id, the second is refused
+
+            # checked inside the change: of two writers adding one id (or its two Unicode spellings),
+            # the second is refused
+            def held(keys: list[str]) -> list[str]:
                 read = lambda sql, args: conn.execute(sql, args).fetchall()  # noqa: E731
-                found = {r[0] for r in _select_in(read, "SELECT id FROM tools WHERE id IN ({})", list(ids))}
-                if found:
-                    raise ToolExistsError([i for i in dict.fromkeys(ids) if i in found])
+                return [r[0] for r in _select_in(read, "SELECT id FROM tools WHERE id IN ({})", keys)]
+
+            refuse_clashes(ids, held, new_only=new_only, delete=delete)
             self._insert_tools(conn, ids, records, emb, prior, details)
             if delete:
                 self._delete_rows(conn, delete)
