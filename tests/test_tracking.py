@@ -87,6 +87,8 @@ def test_a_bad_report_fails_at_once_and_reports_nothing() -> None:
         call.report("exploded")
     with pytest.raises(ConfigError, match="HTTP status"), track(sink) as call:
         call.report_status(700)
+    with pytest.raises(ConfigError, match="retry_after"), track(sink) as call:
+        call.report(Outcome("rate_limited"), retry_after=-1)
     assert sink.sent == []  # the developer's mistake says nothing about the tool
 
 

@@ -46,9 +46,7 @@ class _Tracked:
     def report(self, outcome: Outcome | OutcomeKind | str | bool, retry_after: float | None = None) -> None:
         """Report ``outcome`` when the block ends, instead of what its end implies (the last call wins;
         an interrupted block still reports nothing). Checked now: a bad name is a ``ConfigError`` here."""
-        if isinstance(outcome, Outcome) and retry_after is not None:
-            outcome = Outcome(outcome.kind, retry_after)
-        self._choose(Outcome.of, outcome, retry_after)
+        self._choose(_outcome, outcome, retry_after)
 
     def report_status(self, status: int, headers: Mapping[str, str] | None = None) -> None:
         """``report`` the outcome of an HTTP status, for clients that return error responses instead of
@@ -166,6 +164,13 @@ class AsyncTrackedCall(_Tracked):
             self._failed(error, exc)
         else:
             self.outcome = outcome
+
+
+def _outcome(value: Outcome | OutcomeKind | str | bool, retry_after: float | None) -> Outcome:
+    """As ``Retriever.feedback`` reads its arguments: a ``retry_after`` given replaces an Outcome's own."""
+    if isinstance(value, Outcome) and retry_after is not None:
+        return Outcome(value.kind, retry_after)
+    return Outcome.of(value, retry_after)
 
 
 def _check_binding(call: _Tracked, fn: Callable[..., Any], arguments: object) -> None:
