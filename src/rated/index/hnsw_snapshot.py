@@ -2,14 +2,13 @@
 process built to the stored embeddings instead of building it again (tens of seconds to minutes).
 
 A snapshot holds the graph's links only (``DenseIndex.graph``: each node's layer count and its neighbour
-slots, about 0.27 KB a tool with faiss's M=32), never the vectors, which the store already holds. It is
+slots, 264 bytes a tool with faiss's M=32), never the vectors, which the store already holds. It is
 used only for the very pool it was built on: the same ids in the same order with bit-identical embeddings
 (one SHA-256 over both), by the same faiss version with the same M and efConstruction (the fingerprint).
 Anything else (another pool, tools added or removed since, embeddings of another encoder, a damaged or
 foreign blob) is ignored and the graph built as usual; a graph whose links could lead faiss out of bounds
 is refused whatever its checksums say (``DenseIndex.attach``). The restored index searches bit for bit as
-the one the writer built; every process that restores it shares that graph, where processes that build
-their own can each get a slightly different one (faiss inserts in parallel).
+the one the writer built.
 
 >>> from rated.index.dense import DenseIndex
 >>> from rated.index.semantic import DEFAULT_SEMANTIC
