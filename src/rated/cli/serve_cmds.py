@@ -5,6 +5,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rated.retriever import Retriever
+    from rated.service import Settings
 
 __all__ = ["register"]
 
@@ -17,6 +22,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_db_argument(p)
     p.add_argument("--host", default=None, help="interface to bind (default $RATED_HOST or 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="port (default $RATED_PORT or 8000)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes, each with its own copy of the index (default $RATED_WORKERS or 1)",
+    )
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     p.set_defaults(handler=_serve)
 
@@ -28,28 +40,39 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from rated.cli.output import err_console
     from rated.retriever import Retriever
-    from rated.retriever_setup import describe_db
     from rated.service import Settings, create_app
 
-    settings = Settings.from_env(db=args.db, host=args.host, port=args.port)
+    settings = Settings.from_env(db=args.db, host=args.host, port=args.port, workers=args.workers)
     _check_can_listen(settings.host, settings.port)  # before opening: a large index takes seconds to load
     with Retriever.open(settings.db, busy_timeout=settings.busy_timeout) as retriever:  # errors: one line
         retriever.index  # noqa: B018 - build the index now: the first request should not pay for it
-        app = create_app(settings, retriever=retriever)
-        if settings.api_key is None and not _loopback(settings.host):
-            err_console.print(
-                f"rated: warning: listening on {settings.host} without an API key: anyone who can reach it "
-                "can report outcomes, demote tools, and add, change or remove them (set RATED_API_KEY)",
-                markup=False,
-            )
-        err_console.print(  # uvicorn says when the port is bound ("Uvicorn running on ...")
-            f"rated: {len(retriever)} tools from {describe_db(retriever.store)}; starting on "
-            f"http://{settings.host}:{settings.port} (docs at /docs)"
+        _announce(settings, retriever)
+        if settings.workers == 1:
+            app = create_app(settings, retriever=retriever)
+            uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
+            return 0
+    # several workers: each opens the store itself; the parent's copy, which checked it, is closed first
+    from rated.service.workers import serve_workers
+
+    return serve_workers(settings, log_level=args.log_level)
+
+
+def _announce(settings: Settings, retriever: Retriever) -> None:
+    from rated.cli.output import err_console
+    from rated.retriever_setup import describe_db
+
+    if settings.api_key is None and not _loopback(settings.host):
+        err_console.print(
+            f"rated: warning: listening on {settings.host} without an API key: anyone who can reach it "
+            "can report outcomes, demote tools, and add, change or remove them (set RATED_API_KEY)",
+            markup=False,
         )
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
-    return 0
+    workers = f" with {settings.workers} worker processes" if settings.workers > 1 else ""
+    err_console.print(  # uvicorn says when the port is bound ("Uvicorn running on ...")
+        f"rated: {len(retriever)} tools from {describe_db(retriever.store)}; starting{workers} on "
+        f"http://{settings.host}:{settings.port} (docs at /docs)"
+    )
 
 
 def _mcp(args: argparse.Namespace) -> int:

@@ -28,17 +28,23 @@ from rated.service.reopen import Reopening
 from rated.service.routes import OPEN_ROUTERS, ROUTERS
 from rated.service.settings import Settings
 
-__all__ = ["create_app"]
+__all__ = ["app_from_env", "create_app"]
 
 log = logging.getLogger(__name__)
 
 _RESTART_HINT = "restart the HTTP service (rated serve)"
 
 
-def create_app(settings: Settings | None = None, *, retriever: Retriever | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None,
+    *,
+    retriever: Retriever | None = None,
+    metrics: Metrics | None = None,
+) -> FastAPI:
     """The HTTP service. Pass a ready ``retriever`` (it stays yours to close), or let the app open
     ``settings.db`` at start-up and close it at shutdown. A retriever reopened after a rebuild shares the
-    store of the first one, so that store is all there is to close, and a passed one's stays open."""
+    store of the first one, so that store is all there is to close, and a passed one's stays open.
+    ``metrics``: this app's own by default (``Metrics(multiprocess=True)`` to sum worker processes)."""
     from rated import __version__
 
     settings = settings or Settings.from_env()
@@ -68,7 +74,7 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
         generate_unique_id_function=lambda route: route.name,  # stable OpenAPI operation ids
     )
     app.state.settings = settings
-    app.state.metrics = Metrics()
+    app.state.metrics = metrics or Metrics()
     install_error_handler(app)
     keyed = [Depends(require_api_key)] if settings.api_key is not None else []
     for router in ROUTERS:
@@ -84,6 +90,17 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
         app.add_middleware(KeyFirst, prefixes=prefixes, respond=error_response)
     app.middleware("http")(_observe)  # added last: outermost, so it also counts the 413s
     return app
+
+
+def app_from_env() -> FastAPI:
+    """The app of one worker process (``rated serve --workers N``; or ``uvicorn --factory
+    rated.service.app:app_from_env``): settings from ``RATED_*``, its own retriever opened over the shared
+    store at start-up, and metrics summed over the workers when ``$PROMETHEUS_MULTIPROC_DIR`` is set."""
+    import os
+
+    from rated.service.metrics import MULTIPROC_DIR_ENV
+
+    return create_app(Settings.from_env(), metrics=Metrics(multiprocess=MULTIPROC_DIR_ENV in os.environ))
 
 
 def _catalog_health(retriever: Retriever) -> tuple[int, int]:

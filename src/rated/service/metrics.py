@@ -3,60 +3,78 @@
 Counters and the latency histogram are updated as requests run; the catalog gauges (``rated_tools``,
 ``rated_unhealthy_tools``) are read from the served retriever when Prometheus scrapes, so an alert on
 failing tools needs no request traffic to stay current.
+
+Several worker processes (``rated serve --workers N``) report together through prometheus_client's
+multiprocess mode: with ``multiprocess=True`` the counters and the histogram live in files under
+``$PROMETHEUS_MULTIPROC_DIR`` (which must be set before prometheus_client is imported, as a spawned
+worker inherits it), and a scrape, whichever worker answers it, sums every worker's files. The catalog
+gauges are not summed: they are read at the scrape from the answering worker's retriever, and every
+worker serves the same store.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
 
-__all__ = ["Metrics"]
+from rated.errors import ConfigError
+
+__all__ = ["MULTIPROC_DIR_ENV", "Metrics"]
+
+MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
 
 
 class Metrics:
-    def __init__(self) -> None:
-        self.registry = CollectorRegistry()
+    """``registry`` is what ``/metrics`` exposes: this instance's metrics, or with ``multiprocess`` the sum
+    over every process writing to ``$PROMETHEUS_MULTIPROC_DIR``, plus the catalog gauges."""
+
+    def __init__(self, *, multiprocess: bool = False) -> None:
+        own = CollectorRegistry()  # where the metrics register; exposed itself unless multiprocess
+        self.registry = _summed_registry() if multiprocess else own
         self.requests = Counter(
             "rated_http_requests_total",
             "HTTP requests by route and status",
             ["route", "status"],
-            registry=self.registry,
+            registry=own,
         )
         self.latency = Histogram(
             "rated_http_request_seconds",
             "HTTP request latency by route",
             ["route"],
             buckets=_LATENCY_BUCKETS,
-            registry=self.registry,
+            registry=own,
         )
         self.feedback = Counter(
-            "rated_feedback_total", "Outcomes reported, by kind", ["outcome"], registry=self.registry
+            "rated_feedback_total", "Outcomes reported, by kind", ["outcome"], registry=own
         )
         self.degraded = Counter(
             "rated_degraded_rankings_total",
             "Rankings in which no candidate looked healthy (fail open)",
-            registry=self.registry,
+            registry=own,
         )
         self.errors = Counter(
             "rated_errors_total",
             "Requests that ended in a rated error, by class",
             ["error"],
-            registry=self.registry,
+            registry=own,
         )
         self.reopens = Counter(
             "rated_index_reopens_total",
             "Times the index was rebuilt under the service with another encoder or policy and reopened",
-            registry=self.registry,
+            registry=own,
         )
         self.catalog_changes = Counter(
             "rated_catalog_changes_total",
             "Tools added (POST /tools, PUT /tools), updated in place (PUT /tools) or removed (DELETE "
             "/tools/{id}, PUT /tools with prune) through this service, by change",
             ["change"],
-            registry=self.registry,
+            registry=own,
         )
         for change in (
             "added",
@@ -64,24 +82,69 @@ class Metrics:
             "removed",
         ):  # exposed at 0 from the start: rate() sees the first change
             self.catalog_changes.labels(change)
-        self.tools = Gauge("rated_tools", "Tools in the served catalog", registry=self.registry)
-        self.unhealthy = Gauge(
-            "rated_unhealthy_tools",
-            "Tools the policy currently considers unhealthy (ranked last, or priced down)",
-            registry=self.registry,
-        )
+        self._catalog = _CatalogGauges()
+        self.registry.register(self._catalog)
+        if multiprocess:
+            _check_file_backed()
 
     def watch_catalog(self, count: Callable[[], tuple[int, int] | None]) -> None:
         """Read ``(tools, unhealthy tools)`` from ``count`` at each scrape (NaN when it fails: the
         store may be gone, which /health reports; a scrape must not fail with it; and NaN for None: an
         index rebuilt under the service, which a scrape does not reopen)."""
+        self._catalog.count = count
 
-        def read(which: int) -> float:
+
+class _CatalogGauges:
+    """``rated_tools`` and ``rated_unhealthy_tools``, read once per scrape (0 before ``watch_catalog``).
+
+    A collector rather than two ``Gauge.set_function``: in multiprocess mode a ``Gauge`` is file-backed
+    and the files would expose a stale 0 per process; this answers from the scraped process alone."""
+
+    def __init__(self) -> None:
+        self.count: Callable[[], tuple[int, int] | None] | None = None
+
+    def describe(self) -> list[Metric]:
+        return list(self._families(0.0, 0.0))
+
+    def collect(self) -> Iterator[Metric]:
+        tools = unhealthy = 0.0
+        if self.count is not None:
             try:
-                counts = count()
-                return float("nan") if counts is None else float(counts[which])
+                counts = self.count()
+                tools, unhealthy = (float("nan"),) * 2 if counts is None else map(float, counts)
             except Exception:
-                return float("nan")
+                tools = unhealthy = float("nan")
+        return self._families(tools, unhealthy)
 
-        self.tools.set_function(lambda: read(0))
-        self.unhealthy.set_function(lambda: read(1))
+    @staticmethod
+    def _families(tools: float, unhealthy: float) -> Iterator[Metric]:
+        yield GaugeMetricFamily("rated_tools", "Tools in the served catalog", value=tools)
+        yield GaugeMetricFamily(
+            "rated_unhealthy_tools",
+            "Tools the policy currently considers unhealthy (ranked last, or priced down)",
+            value=unhealthy,
+        )
+
+
+def _summed_registry() -> CollectorRegistry:
+    """A registry exposing the sum over the processes writing to ``$PROMETHEUS_MULTIPROC_DIR``."""
+    path = os.environ.get(MULTIPROC_DIR_ENV)
+    if not path or not os.path.isdir(path):
+        raise ConfigError(
+            f"multiprocess metrics need {MULTIPROC_DIR_ENV} set to an existing folder before the process "
+            f"starts (got {path!r})"
+        )
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=path)
+    return registry
+
+
+def _check_file_backed() -> None:
+    """The metrics just made write to the folder: else each worker would count alone and every scrape
+    would show zeros (prometheus_client picks its storage once, when it is first imported)."""
+    path = os.environ[MULTIPROC_DIR_ENV]
+    if not os.path.exists(os.path.join(path, f"counter_{os.getpid()}.db")):
+        raise ConfigError(
+            f"{MULTIPROC_DIR_ENV} was set after prometheus_client was imported: this process's metrics "
+            "are not shared (set it before the process starts)"
+        )

@@ -41,6 +41,7 @@ class Settings(BaseModel):
     busy_timeout: float = Field(5.0, gt=0)
     max_body_bytes: int = Field(1 << 20, ge=1)  # 1 MiB: a full batch (64 x 10,000 ASCII chars) fits
     api_key: SecretStr | None = None  # set: every route but /health and the docs needs it (service.auth)
+    workers: int = Field(1, ge=1)  # HTTP worker processes (rated serve); each opens the store itself
 
     @field_validator("api_key")
     @classmethod
@@ -78,6 +79,16 @@ class Settings(BaseModel):
         except ValidationError as exc:
             problems = "; ".join(_problem(e["loc"], e["msg"], given) for e in exc.errors())
             raise ConfigError(f"invalid service settings: {problems}") from None
+
+    def to_env(self) -> dict[str, str]:
+        """These settings as the ``RATED_*`` variables ``from_env`` reads back (``None`` fields left out):
+        how ``rated serve --workers N`` hands the settings it resolved to worker processes."""
+        env = {}
+        for name, value in self:
+            if value is not None:
+                text = value.get_secret_value() if isinstance(value, SecretStr) else str(value)
+                env[ENV_PREFIX + name.upper()] = text
+        return env
 
 
 def _problem(loc: tuple[Any, ...], msg: str, given: Mapping[str, Any]) -> str:
