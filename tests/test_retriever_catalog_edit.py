@@ -188,3 +188,21 @@ def test_the_other_unicode_spelling_stored_after_the_last_check_is_refused_by_th
     with Retriever.open(db) as fresh:
         assert [t.tool.id for t in fresh.tools()] == ["mail", "weather", theirs.id]
         assert fresh.health(mine_too.id).tool.name == "cafe"  # the one tool, found by either spelling
+
+
+def test_an_id_in_neither_normal_form_is_refused_before_encoding_when_its_nfd_form_is_indexed():
+    """An id typed with one accent composed and one decomposed is neither NFC nor NFD; the retriever looked
+    up only its NFC form, so an index holding the NFD form learnt of the clash from the store, after
+    encoding."""
+    nfd = unicodedata.normalize("NFD", "éé")
+    mixed = "e\u0301\u00e9"
+    assert mixed not in (nfd, unicodedata.normalize("NFC", mixed))
+    encoder = HashEncoder(32)
+    r = Retriever.from_catalog([*TOOLS, Tool(id=nfd, name="accents")], encoder=encoder)
+    encoded = []
+    real = encoder.encode_tools
+    encoder.encode_tools = lambda texts, *a, **k: encoded.append(len(texts)) or real(texts, *a, **k)
+    for write in (r.add_tools, lambda tools: r.sync_tools([*TOOLS, *tools])):
+        with pytest.raises(ToolExistsError):
+            write([Tool(id=mixed, name="accents too")])
+    assert encoded == [] and len(r) == 3

@@ -63,6 +63,7 @@ from rated.store.base import (
 from rated.store.codec import decode_state, encode_state
 from rated.store.meta import EncoderIdentity, IndexMeta
 from rated.store.open import open_store
+from rated.store.rows import other_spellings
 from rated.tracking import AsyncTrackedCall, TrackedCall
 
 __all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "SyncReport", "ToolHealth"]
@@ -491,9 +492,9 @@ class Retriever:
 
     def _other_form_indexed(self, tool_id: str) -> bool:
         """Whether the index holds ``tool_id`` in the other Unicode normal form: feedback, health and remove
-        find either form, so a second tool spelled so would make one of the two unreachable by that id."""
-        other = _other_normal_form(tool_id)
-        return other != tool_id and other in self._by_id
+        find either form, so a second tool spelled so would make one of the two unreachable by that id. Both
+        NFC and NFD are looked up (an id may be in neither), as the stores check inside their change."""
+        return any(other in self._by_id for other in other_spellings([tool_id]))
 
     def remove_tools(self, tool_ids: Iterable[str]) -> list[str]:
         """Drop tools (and their learned state); ``UnknownToolError`` if one is not indexed, ``LastToolError``
