@@ -5,6 +5,7 @@ outcome, so agents stop picking tools that are failing and return to them once t
 """
 
 from rated.catalog.schema import Auth, AuthType, Provenance, Tool
+from rated.classify import outcome_from_exception, outcome_from_status
 from rated.errors import (
     CatalogError,
     ConfigError,
@@ -21,10 +22,12 @@ from rated.errors import (
 from rated.outcome import Outcome, OutcomeKind
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking
 from rated.retriever import Hit, Retriever, SyncReport, ToolHealth
+from rated.tracking import AsyncTrackedCall, TrackedCall
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AsyncTrackedCall",
     "Auth",
     "AuthType",
     "BasePolicy",
@@ -50,6 +53,9 @@ __all__ = [
     "Tool",
     "ToolExistsError",
     "ToolHealth",
+    "TrackedCall",
     "UnknownToolError",
+    "outcome_from_exception",
+    "outcome_from_status",
     "__version__",
 ]
