@@ -106,3 +106,29 @@ def test_server_only_reads_the_servers_own_headers() -> None:
     quota = {"RateLimit-Reset": "12", "X-RateLimit-Reset": "45"}
     assert retry_after_from_headers(quota, now=NOW, server_only=True) is None
     assert retry_after_from_headers({**quota, "Retry-After": "3"}, now=NOW, server_only=True) == 3.0
+
+
+# ---- hints no server means: they would keep a tool out of the ranking for decades --------------------
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"Retry-After": str(int(NOW) + 90)}, 90.0),  # an epoch where a delay belongs: read as the epoch
+        ({"RateLimit-Reset": str(int(NOW) + 90)}, 90.0),
+        ({"Retry-After": str(int(NOW) - 90)}, 0.0),
+        ({"Retry-After": str(int(NOW) * 1000)}, None),  # epoch milliseconds: not guessed
+        ({"RateLimit-Reset": str(int(NOW) * 1000)}, None),
+        ({"Retry-After": "99999999"}, None),  # three years: a unit mix-up, no hint
+        ({"retry-after-ms": "99999999999"}, None),  # three years in milliseconds
+        ({"Retry-After": "Sun, 01 Mar 9999 12:00:00 GMT"}, None),
+        ({"X-RateLimit-Reset": str(int(NOW) + 100 * 86400)}, None),  # an epoch 100 days ahead
+        ({"Retry-After": "2678400"}, 2678400.0),  # 31 days: the longest honoured (a monthly quota)
+        ({"Retry-After": "99999999", "X-RateLimit-Reset": "45"}, 45.0),  # the next header is read
+    ],
+)
+def test_absurd_hints_are_no_hints(headers: dict, seconds: float | None) -> None:
+    assert retry_after_from_headers(headers, now=NOW) == seconds
+
+
+@pytest.mark.parametrize("value", ["\u0663", "\uff11\uff12", "1\u0660"])  # Arabic-Indic, full-width digits
+def test_only_ascii_digits_are_seconds(value: str) -> None:
+    assert parse_retry_after(value, now=NOW) is None

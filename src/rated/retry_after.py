@@ -12,10 +12,15 @@ Accepted, names case-insensitive, the first that parses wins:
                        HTTP-date in any of its three forms (IMF-fixdate, RFC 850, asctime); a date in
                        the past is 0
 ``RateLimit-Reset``    delta-seconds until the quota window resets (IETF httpapi rate-limit drafts)
-``X-RateLimit-Reset``  no standard: GitHub and X send Unix epoch seconds, others a delay. A value of
-                       1e9 or more (an epoch after 2001-09-09; nobody means a 31-year delay) is an
-                       epoch, smaller values a delay; above 1e11 (epoch milliseconds?) it is ignored
+``X-RateLimit-Reset``  no standard: GitHub and X send Unix epoch seconds, others a delay
 =====================  ===========================================================================
+
+A number of seconds of 1e9 or more (an epoch after 2001-09-09; nobody means a 31-year delay) is read as
+Unix epoch seconds in every header that takes seconds, not only ``X-RateLimit-Reset`` (a server that puts
+an epoch under another name must not keep a tool out for decades); above 1e11 (epoch milliseconds?) it is
+no hint. So is any hint longer than ``MAX_HINT`` (31 days, a monthly quota's window): a longer wait is a
+unit mix-up or a date far off, and honouring it would keep the tool out of the ranking for years; the
+next header is read instead.
 
 Not read: the structured ``RateLimit``/``RateLimit-Policy`` fields of the newest drafts and vendor
 durations such as ``x-ratelimit-reset-requests: 6m0s``; a caller that has them passes ``retry_after``.
@@ -32,14 +37,23 @@ from typing import Any
 
 from rated.outcome import finite_seconds
 
-__all__ = ["RETRY_AFTER_HEADERS", "parse_retry_after", "retry_after_from_headers"]
+__all__ = [
+    "MAX_HINT",
+    "RETRY_AFTER_HEADERS",
+    "parse_retry_after",
+    "quota_exhausted",
+    "retry_after_from_headers",
+]
 
 # Header names in the order they are tried (lower case).
 RETRY_AFTER_HEADERS = ("retry-after-ms", "retry-after", "ratelimit-reset", "x-ratelimit-reset")
+_REMAINING = ("x-ratelimit-remaining", "ratelimit-remaining")  # requests left in the quota window
 _SERVER_SAID = ("retry-after-ms", "retry-after")  # the server's own "come back in": what a 503 may carry
-_NUMBER = re.compile(r"\s*(\d+(?:\.\d+)?)\s*")  # digits only: no sign, exponent, "inf" or "nan"
-_EPOCH_FROM = 1e9  # X-RateLimit-Reset at or above this is Unix seconds
+# ASCII digits only (\d takes any script's): no sign, exponent, "inf" or "nan"
+_NUMBER = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*")
+_EPOCH_FROM = 1e9  # seconds at or above this are Unix seconds
 _EPOCH_UNTIL = 1e11  # ... and above this not seconds at all (milliseconds, most likely): ignored
+MAX_HINT = 31 * 86400.0  # the longest wait honoured, in seconds
 _MAX_HEADERS = 1000  # headers scanned at most: a response is not a place to spend time
 
 
@@ -48,15 +62,14 @@ def parse_retry_after(value: str | bytes, *, now: float | None = None) -> float 
     text = _text(value)
     if text is None:
         return None
-    seconds = _number(text)
-    if seconds is not None:
-        return seconds
+    if _NUMBER.fullmatch(text):
+        return _seconds(text, now)
     try:
         when = parsedate_to_datetime(text)
         stamp = when.timestamp() if when.tzinfo else when.replace(tzinfo=UTC).timestamp()
     except (TypeError, ValueError, OverflowError, IndexError):
         return None
-    return finite_seconds(max(0.0, stamp - _now(now)))
+    return _hint(max(0.0, stamp - _now(now)))
 
 
 def retry_after_from_headers(
@@ -76,20 +89,25 @@ def retry_after_from_headers(
             continue
         if name == "retry-after-ms":
             millis = _number(value)
-            seconds = None if millis is None else finite_seconds(millis / 1000.0)
+            seconds = None if millis is None else _hint(millis / 1000.0)
         elif name == "retry-after":
             seconds = parse_retry_after(value, now=now)
-        elif name == "ratelimit-reset":
-            seconds = _number(value)
         else:
-            seconds = _reset(value, now)
+            seconds = _seconds(value, now)
         if seconds is not None:
             return seconds
     return None
 
 
-def _wanted(headers: object) -> dict[str, str]:
-    """The accepted headers, lower-cased, first occurrence each; whatever ``headers`` is, never raising."""
+def quota_exhausted(headers: Mapping[str, Any] | Any) -> bool:
+    """True when ``X-RateLimit-Remaining`` or ``RateLimit-Remaining`` says no request is left in the
+    quota window (``0``): how GitHub marks a 403 that is a rate limit, not a refusal of credentials."""
+    found = _wanted(headers, _REMAINING)
+    return any(_number(value) == 0.0 for value in found.values())
+
+
+def _wanted(headers: object, names: tuple[str, ...] = RETRY_AFTER_HEADERS) -> dict[str, str]:
+    """The headers of ``names``, lower-cased, first occurrence each; never raising, whatever ``headers``."""
     out: dict[str, str] = {}
     try:
         items = headers.items()  # type: ignore[attr-defined]
@@ -102,16 +120,22 @@ def _wanted(headers: object) -> dict[str, str]:
                 out.setdefault(name.strip().lower(), text)
     except Exception:  # not a mapping, or one whose iteration fails: no hint rather than an error
         pass
-    return {name: out[name] for name in RETRY_AFTER_HEADERS if name in out}
+    return {name: out[name] for name in names if name in out}
 
 
-def _reset(text: str, now: float | None) -> float | None:
+def _seconds(text: str, now: float | None) -> float | None:
+    """A header's number of seconds as a wait: a delay, or an epoch when it is that large (see above)."""
     value = _number(text)
     if value is None or value < _EPOCH_FROM:
-        return value
+        return _hint(value)
     if value > _EPOCH_UNTIL:
         return None
-    return max(0.0, value - _now(now))
+    return _hint(max(0.0, value - _now(now)))
+
+
+def _hint(seconds: float | None) -> float | None:
+    seconds = finite_seconds(seconds)
+    return None if seconds is None or seconds > MAX_HINT else seconds
 
 
 def _number(text: str) -> float | None:
