@@ -307,3 +307,56 @@ def test_async_failing_report_keeps_the_tools_exception() -> None:
     with pytest.raises(TimeoutError) as raised:
         asyncio.run(main())
     assert raised.value is error and any("busy" in n for n in error.__notes__)
+
+
+# ---- calls that would report an outcome for work that never ran -----------------------------------------
+async def a_coroutine_tool(city: str) -> str:
+    return city
+
+
+def a_generator_tool(city: str):
+    yield city
+
+
+async def an_async_generator_tool(city: str):
+    yield city
+
+
+def test_run_refuses_a_coroutine_function_and_reports_nothing() -> None:
+    """``call`` of an async tool returned the unawaited coroutine and reported a success: the tool never
+    ran (and Python warned that the coroutine was never awaited)."""
+    sink = Sink()
+    for fn in (a_coroutine_tool, functools.partial(a_coroutine_tool), lambda city: a_coroutine_tool(city)):
+        with pytest.raises(ConfigError, match="acall"), track(sink) as call:
+            call.run(fn, {"city": "rome"})
+    assert sink.sent == []
+
+
+@pytest.mark.parametrize("fn", [a_generator_tool, an_async_generator_tool])
+def test_run_refuses_a_generator_function_and_reports_nothing(fn) -> None:
+    """A generator function's body runs only when iterated, after the tracked call has ended: its success
+    was reported before any of its work, and its failures never."""
+    sink = Sink()
+    with pytest.raises(ConfigError, match="generator"), track(sink) as call:
+        call.run(fn, {"city": "rome"})
+
+    async def main() -> None:
+        async with atrack(sink) as acall:
+            await acall.run(fn, {"city": "rome"})
+
+    with pytest.raises(ConfigError, match="generator"):
+        asyncio.run(main())
+    assert sink.sent == []
+
+
+def test_a_report_after_the_block_is_refused_not_dropped() -> None:
+    """``call.report_status`` after the ``with`` block (the response read outside it) changed nothing
+    while the block's success had been reported: now it says so."""
+    sink = Sink()
+    with track(sink) as call:
+        pass
+    with pytest.raises(ConfigError, match="ended"):
+        call.report_status(503)
+    with pytest.raises(ConfigError, match="ended"):
+        call.report("tool_error")
+    assert sink.kinds == ["success"] and call.outcome == Outcome("success")

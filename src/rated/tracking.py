@@ -42,10 +42,12 @@ class _Tracked:
         self._chosen: Outcome | None = None
         self._used = False
         self._misused = False
+        self._ended = False
 
     def report(self, outcome: Outcome | OutcomeKind | str | bool, retry_after: float | None = None) -> None:
         """Report ``outcome`` when the block ends, instead of what its end implies (the last call wins;
-        an interrupted block still reports nothing). Checked now: a bad name is a ``ConfigError`` here."""
+        an interrupted block still reports nothing). Checked now: a bad name is a ``ConfigError`` here, as
+        is a report after the block ended (its outcome is reported already)."""
         self._choose(_outcome, outcome, retry_after)
 
     def report_status(self, status: int, headers: Mapping[str, str] | None = None) -> None:
@@ -54,11 +56,21 @@ class _Tracked:
         self._choose(outcome_from_status, status, headers)
 
     def _choose(self, make: Callable[..., Outcome], *args: Any) -> None:
+        if self._ended:
+            raise ConfigError(
+                f"the tracked call of {self.tool_id!r} has ended (reported: "
+                f"{'nothing' if self.outcome is None else self.outcome.kind.value}): report inside the block"
+            )
         try:
             self._chosen = make(*args)
         except ConfigError:
             self._misused = True  # the caller's mistake, not the tool's: this call reports nothing
             raise
+
+    def _refuse(self, why: str) -> ConfigError:
+        """A misuse found while running the tool: this call reports nothing (raise what this returns)."""
+        self._misused = True
+        return ConfigError(f"tool {self.tool_id!r}: {why}")
 
     def _begin(self) -> None:
         if self._used:
@@ -97,12 +109,19 @@ class TrackedCall(_Tracked):
         """``fn(**arguments)``. Arguments that do not fit ``fn``'s signature are the caller's error: it is
         reported and the ``TypeError`` raised without running ``fn``."""
         kwargs = {} if arguments is None else arguments
+        _check_lazy(self, fn)
+        if _is_coroutine_function(fn):
+            raise self._refuse(f"{_name(fn)} is a coroutine function: use acall (or atrack and await it)")
         _check_binding(self, fn, kwargs)
         try:
-            return fn(**kwargs)
+            result = fn(**kwargs)
         except TypeError as exc:
             _caller_error_if_unbound(self, exc)
             raise
+        if inspect.iscoroutine(result):  # nothing of it ran: closed, so Python does not warn it never did
+            result.close()
+            raise self._refuse(f"{_name(fn)} returned a coroutine: use acall (or atrack and await it)")
+        return result
 
     def __enter__(self) -> Self:
         self._begin()
@@ -111,6 +130,7 @@ class TrackedCall(_Tracked):
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._ended = True
         outcome = self._decide(exc)
         if outcome is None:
             return
@@ -137,6 +157,7 @@ class AsyncTrackedCall(_Tracked):
         """``await fn(**arguments)`` (a plain function's result is returned as it is); arguments that do not
         fit ``fn`` are the caller's error, reported without running ``fn``."""
         kwargs = {} if arguments is None else arguments
+        _check_lazy(self, fn)
         _check_binding(self, fn, kwargs)
         try:
             result = fn(**kwargs)
@@ -155,6 +176,7 @@ class AsyncTrackedCall(_Tracked):
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self._ended = True
         outcome = self._decide(exc)
         if outcome is None:
             return
@@ -173,6 +195,31 @@ def _outcome(value: Outcome | OutcomeKind | str | bool, retry_after: float | Non
     return Outcome.of(value, retry_after)
 
 
+def _check_lazy(call: _Tracked, fn: Callable[..., Any]) -> None:
+    """Refuse a generator function: its body runs when iterated, after the call has reported success."""
+    if _code_flag(fn, inspect.isgeneratorfunction) or _code_flag(fn, inspect.isasyncgenfunction):
+        raise call._refuse(
+            f"{_name(fn)} is a generator function: its body runs only when iterated, after the call is "
+            "reported; iterate it inside a track() block instead"
+        )
+
+
+def _is_coroutine_function(fn: Callable[..., Any]) -> bool:
+    return _code_flag(fn, inspect.iscoroutinefunction)
+
+
+def _code_flag(fn: Callable[..., Any], test: Callable[[Any], bool]) -> bool:
+    """``test`` on ``fn`` (functions, methods, partials), or on a callable object's ``__call__``."""
+    try:
+        return test(fn) or (not inspect.isroutine(fn) and test(type(fn).__call__))
+    except Exception:  # an object whose attributes fail when read: the call itself will tell
+        return False
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return f"{getattr(fn, '__qualname__', None) or type(fn).__name__}()"
+
+
 def _check_binding(call: _Tracked, fn: Callable[..., Any], arguments: object) -> None:
     """Raise (and report a caller error) when ``arguments`` cannot bind to ``fn``: checked on the signature,
     which follows ``functools.wraps``, so a decorated tool is not entered either."""
@@ -184,8 +231,7 @@ def _check_binding(call: _Tracked, fn: Callable[..., Any], arguments: object) ->
         signature.bind(**arguments)  # type: ignore[arg-type]
     except TypeError as exc:
         call.report(OutcomeKind.CALLER_ERROR)
-        name = getattr(fn, "__qualname__", None) or type(fn).__name__
-        raise TypeError(f"arguments for tool {call.tool_id!r} do not fit {name}(): {exc}") from None
+        raise TypeError(f"arguments for tool {call.tool_id!r} do not fit {_name(fn)}: {exc}") from None
 
 
 def _caller_error_if_unbound(call: _Tracked, exc: TypeError) -> None:
