@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -168,3 +170,59 @@ def test_cli_refuses_a_store_it_cannot_open_before_starting_workers(tmp_path, mo
     assert main(["serve", "--db", str(tmp_path / "none.db"), "--workers", "2"]) != 0
     err = capsys.readouterr().err
     assert "none.db" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_worker_stops_itself_once_its_parent_is_gone(monkeypatch):
+    parents = iter([7, 7, 7])  # the supervisor three times, then init, which adopted the orphan
+    monkeypatch.setattr(os, "getppid", lambda: next(parents, 1))
+    stopped = threading.Event()
+    watch = workers.stop_with_parent(7, every=0.001, stop=stopped.set)
+    assert stopped.wait(5)
+    watch.join(5)
+    assert not watch.is_alive() and next(parents, None) is None  # watched until the parent changed
+    gone = threading.Event()
+    workers.stop_with_parent(os.getpid(), every=0.001, stop=gone.set)  # dead before the worker looked
+    assert gone.wait(5)
+
+
+def test_only_workers_serve_workers_started_watch_their_parent(db, monkeypatch, tmp_path):
+    env = workers.worker_env(Settings(db="x.db", workers=2), str(tmp_path))
+    assert env[workers.PARENT_PID_ENV] == str(os.getpid())  # the parent that spawns the workers
+    watched = []
+    monkeypatch.setattr(workers, "stop_with_parent", lambda parent: watched.append(parent))
+    monkeypatch.setenv("RATED_DB", db)
+    app_from_env()
+    assert watched == []  # uvicorn --factory: its own supervisor, or none
+    monkeypatch.setenv(workers.PARENT_PID_ENV, "4242")
+    app_from_env()
+    assert watched == [4242]
+
+
+def test_a_metrics_folder_left_by_a_killed_parent_is_removed_by_the_next_start(tmp_path):
+    with workers._metrics_folder(str(tmp_path)) as running:
+        (Path(running) / "counter_1.db").write_bytes(b"x")
+        killed = tmp_path / "rated-metrics-killed"  # its parent died holding the lock
+        killed.mkdir()
+        (killed / "counter_2.db").write_bytes(b"x")
+        (killed / workers._LOCK).touch()
+        other = tmp_path / "rated-metrics-nolock"  # being made, or an older version's: not ours to judge
+        other.mkdir()
+        (tmp_path / "rated-metrics-file").touch()
+        workers._remove_stale_metrics(str(tmp_path))
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            [Path(running).name, "rated-metrics-nolock", "rated-metrics-file"]
+        )  # the running parent's folder is kept: its lock is held
+        assert (Path(running) / "counter_1.db").exists()
+    assert not Path(running).exists()
+    workers._remove_stale_metrics(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rated-metrics-file", "rated-metrics-nolock"]
+
+
+def test_serve_workers_removes_stale_metrics_folders_before_it_starts(tmp_path, monkeypatch, unused_port):
+    monkeypatch.setattr(uvicorn.supervisors, "Multiprocess", _FakeSupervisor)
+    monkeypatch.setattr(workers.tempfile, "tempdir", str(tmp_path))
+    stale = tmp_path / "rated-metrics-stale"
+    stale.mkdir()
+    (stale / workers._LOCK).touch()
+    assert workers.serve_workers(Settings(db="x.db", port=unused_port, workers=2)) == 0
+    assert not os.listdir(tmp_path)

@@ -95,12 +95,17 @@ def create_app(
 def app_from_env() -> FastAPI:
     """The app of one worker process (``rated serve --workers N``; or ``uvicorn --factory
     rated.service.app:app_from_env``): settings from ``RATED_*``, its own retriever opened over the shared
-    store at start-up, and metrics summed over the workers when ``$PROMETHEUS_MULTIPROC_DIR`` is set."""
+    store at start-up, and metrics summed over the workers when ``$PROMETHEUS_MULTIPROC_DIR`` is set. A
+    worker ``rated serve`` started stops itself once that parent is gone (killed: it could not stop it)."""
     import os
 
     from rated.service.metrics import MULTIPROC_DIR_ENV
+    from rated.service.workers import PARENT_PID_ENV, stop_with_parent
 
-    return create_app(Settings.from_env(), metrics=Metrics(multiprocess=MULTIPROC_DIR_ENV in os.environ))
+    app = create_app(Settings.from_env(), metrics=Metrics(multiprocess=MULTIPROC_DIR_ENV in os.environ))
+    if os.environ.get(PARENT_PID_ENV, "").isdigit():
+        stop_with_parent(int(os.environ[PARENT_PID_ENV]))
+    return app
 
 
 def _catalog_health(retriever: Retriever) -> tuple[int, int]:
