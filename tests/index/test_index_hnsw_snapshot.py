@@ -222,7 +222,17 @@ def _hostile(built: DenseIndex) -> dict[str, object]:
     levels_high = g.levels.copy()
     levels_high[low] = len(cum)
     not_top = int(np.flatnonzero(g.levels < g.max_level + 1)[0])
+    # a -1 before a link in one list: faiss's lists are filled from the front, and its add_link, finding
+    # the last slot taken, computes a distance to every slot's node unchecked: vector -1, out of bounds
+    hole_0, hole_1 = g.neighbors.copy(), g.neighbors.copy()
+    hole_0[_slot(g, cum, low, 0)] = -1
+    assert hole_0[_slot(g, cum, low, 0) + 1] >= 0
+    first = _slot(g, cum, top, 1)
+    assert (g.neighbors[first : first + 2] >= 0).all()
+    hole_1[first] = -1
     return {
+        "a hole before a link on layer 0": dataclasses.replace(g, neighbors=hole_0),
+        "a hole before a link on an upper layer": dataclasses.replace(g, neighbors=hole_1),
         "an upper-layer neighbour off that layer": dataclasses.replace(g, neighbors=on_layer_1),
         "a neighbour past the last node": dataclasses.replace(g, neighbors=past_end),
         "a neighbour below -1": dataclasses.replace(g, neighbors=below),
@@ -242,6 +252,8 @@ def _hostile(built: DenseIndex) -> dict[str, object]:
 
 
 HOSTILE = [
+    "a hole before a link on layer 0",
+    "a hole before a link on an upper layer",
     "an upper-layer neighbour off that layer",
     "a neighbour past the last node",
     "a neighbour below -1",

@@ -152,6 +152,14 @@ class DenseIndex:
             raise bad(f"{len(neighbors)} neighbour slots, the layers need {int(offsets[-1])}")
         if len(neighbors) and (int(neighbors.min()) < -1 or int(neighbors.max()) >= n):
             raise bad("a neighbour is not a node")
+        # faiss fills each list from its first slot, -1 padding the rest, and relies on it: adding a tool,
+        # its add_link takes a list whose last slot is used for a full one and measures the distance to
+        # every slot's node unchecked, so a -1 before a link would be read as vector -1, before the storage
+        list_starts = offsets[:-1, None].astype(np.int64) + cum[None, :-1]
+        starts = np.zeros(len(neighbors), dtype=bool)
+        starts[list_starts[np.arange(len(cum) - 1)[None, :] < levels[:, None]]] = True
+        if ((neighbors[1:] >= 0) & (neighbors[:-1] == -1) & ~starts[1:]).any():
+            raise bad("a neighbour list has a link after an empty slot")
         # every node is on layer 0; a neighbour on layer l >= 1 must be on it too, or faiss reads the
         # neighbour's slots for a layer it does not have (past its own, perhaps past the array)
         upper = np.flatnonzero(levels >= 2)
