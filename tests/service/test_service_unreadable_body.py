@@ -7,8 +7,10 @@ error" (an offset, not what was wrong).
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
+import zlib
 
 import pytest
 from fastapi.testclient import TestClient
@@ -115,3 +117,38 @@ def test_other_exceptions_are_not_taken_for_an_unreadable_body():
     assert unreadable_body(ValueError("some other value error")) is None
     assert unreadable_body(OSError("disk")) is None
     assert 100 < parser_depth() < 1_000_000
+
+
+CODED = {
+    "gzip": gzip.compress(json.dumps({"query": "send an email", "queries": ["send an email"]}).encode()),
+    "deflate": zlib.compress(json.dumps({"tool_id": "mail", "outcome": "success"}).encode()),
+    "br": b"\x1b\x0f\x00\xf8\xa5\x40\x82\x24\x9c\xd4\x89\x47",  # compressed bytes: not JSON in any reading
+}
+
+
+@pytest.mark.parametrize(("method", "route"), WRITES)
+@pytest.mark.parametrize("coding", sorted(CODED))
+def test_a_compressed_body_is_refused_as_an_encoding_the_service_does_not_decode(
+    client, method, route, coding
+):
+    headers = {**JSON, "content-encoding": coding}
+    r = client.request(method, route, content=CODED[coding], headers=headers)
+    assert r.status_code == 415, (r.status_code, r.text)  # 422 'body is not UTF-8: ... at byte 1' before
+    assert r.json() == {
+        "error": "UnsupportedContentEncoding",
+        "detail": f"the body is sent with Content-Encoding: {coding}, which the service does not decode: "
+        "send it uncompressed",
+    }
+    assert r.headers["accept-encoding"] == "identity"  # RFC 9110: the codings it does accept
+
+
+def test_a_readable_body_is_read_whatever_its_declared_coding_and_a_long_one_is_not_echoed(client):
+    plain = json.dumps({"query": "send an email"}).encode()
+    for coding in ("identity", "gzip"):  # a client that says gzip but sent it plain: nothing to refuse
+        r = client.post("/retrieve", content=plain, headers={**JSON, "content-encoding": coding})
+        assert r.status_code == 200, r.text
+    r = client.post("/retrieve", content=b"\x80", headers={**JSON, "content-encoding": "identity"})
+    assert r.status_code == 422 and r.json()["detail"].startswith("body is not UTF-8")
+    long = ", ".join(["x-" + "z" * 100] * 50)
+    r = client.post("/retrieve", content=CODED["gzip"], headers={**JSON, "content-encoding": long})
+    assert r.status_code == 415 and len(r.json()["detail"]) < 200

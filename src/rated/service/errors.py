@@ -20,7 +20,7 @@ from rated.errors import (
     UnknownToolError,
 )
 from rated.service.auth import AUTH_CHALLENGE, Unauthorized
-from rated.service.unreadable import unreadable_body
+from rated.service.unreadable import declared_coding, unreadable_body
 from rated.shown import clipped
 from rated.store.base import LastToolError
 
@@ -100,7 +100,9 @@ def install_error_handler(app: FastAPI) -> None:
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         unreadable = any(e["type"] == "json_invalid" for e in exc.errors())
         detail = unreadable_body(exc.__cause__) if unreadable else None
-        return _invalid(request, detail or validation_detail(exc, request.headers.get("content-type", "")))
+        if detail is not None:
+            return _unreadable(request, detail)
+        return _invalid(request, validation_detail(exc, request.headers.get("content-type", "")))
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -110,12 +112,30 @@ def install_error_handler(app: FastAPI) -> None:
         the body") is an invalid body like any other: a 422 saying what is wrong with it."""
         unreadable = unreadable_body(exc.__cause__) if exc.status_code == 400 else None
         if unreadable is not None:
-            return _invalid(request, unreadable)
+            return _unreadable(request, unreadable)
         return JSONResponse(
             {"error": "HTTPError", "detail": str(exc.detail)},
             status_code=exc.status_code,
             headers=getattr(exc, "headers", None),
         )
+
+
+def _unreadable(request: Request, detail: str) -> JSONResponse:
+    """A body the JSON parser failed on: 422 saying why, or 415 when the caller declared it compressed
+    (nothing decodes it: the parser read the compressed bytes)."""
+    coding = declared_coding(request.headers.get("content-encoding"))
+    if coding is None:
+        return _invalid(request, detail)
+    request.app.state.metrics.errors.labels("UnsupportedContentEncoding").inc()
+    return JSONResponse(
+        {
+            "error": "UnsupportedContentEncoding",
+            "detail": f"the body is sent with Content-Encoding: {coding}, which the service does not "
+            "decode: send it uncompressed",
+        },
+        status_code=415,
+        headers={"Accept-Encoding": "identity"},  # RFC 9110 15.5.16: the codings it accepts
+    )
 
 
 def _invalid(request: Request, detail: str) -> JSONResponse:

@@ -6,6 +6,10 @@ only "JSON decode error" at a character offset; every other failure of the parse
 a 400 "There was an error parsing the body", the same words for all three, on every route. FastAPI raises
 both from the parser's exception (``raise ... from e``), so the error handlers read the cause here. The
 body itself is never quoted: it may be megabytes.
+
+Nothing decodes a compressed body (``Content-Encoding: gzip``): FastAPI parses its bytes as they are and
+fails, which ``declared_coding`` lets the handlers answer as what it is (415), not as bytes that are not
+UTF-8. A body declared compressed but sent plain is read.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ import json
 import re
 import sys
 
-__all__ = ["parser_depth", "unreadable_body"]
+from rated.shown import clipped
+
+__all__ = ["declared_coding", "parser_depth", "unreadable_body"]
 
 
 def unreadable_body(cause: BaseException | None) -> str | None:
@@ -42,6 +48,14 @@ def unreadable_body(cause: BaseException | None) -> str | None:
         has = f" (one has {int(found[1]):,})" if found else ""
         return f"a number in the body has more than {sys.get_int_max_str_digits():,} digits{has}"
     return None
+
+
+def declared_coding(content_encoding: str | None) -> str | None:
+    """The content codings a request declared for its body (``gzip``, ``br, gzip``), cut short; None for
+    none or ``identity`` (which means none)."""
+    codings = [c.strip().lower() for c in (content_encoding or "").split(",")]
+    named = ", ".join(c for c in codings if c and c != "identity")
+    return clipped(named, 60) if named else None
 
 
 @functools.cache
