@@ -226,3 +226,19 @@ def test_serve_workers_removes_stale_metrics_folders_before_it_starts(tmp_path, 
     (stale / workers._LOCK).touch()
     assert workers.serve_workers(Settings(db="x.db", port=unused_port, workers=2)) == 0
     assert not os.listdir(tmp_path)
+
+
+def test_a_metrics_folder_variable_that_names_no_folder_is_a_one_line_error(
+    db, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(serve_cmds, "_check_can_listen", lambda host, port: None)
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: pytest.fail("uvicorn started"))
+    for path in (str(tmp_path / "missing"), ""):  # a user's own; an empty one meant the working folder
+        monkeypatch.setenv(MULTIPROC_DIR_ENV, path)
+        with pytest.raises(ConfigError, match=f"{MULTIPROC_DIR_ENV} is {path!r}, which is not a folder"):
+            Metrics()
+        assert main(["serve", "--db", db]) != 0  # one worker: a traceback at the first counter before
+        err = capsys.readouterr().err
+        assert MULTIPROC_DIR_ENV in err and "Traceback" not in err and "starting" not in err, err
+    monkeypatch.setenv(MULTIPROC_DIR_ENV, str(tmp_path))
+    Metrics()  # a folder: fine (the metrics are this process's alone)

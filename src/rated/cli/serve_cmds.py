@@ -47,9 +47,9 @@ def _serve(args: argparse.Namespace) -> int:
     _check_can_listen(settings.host, settings.port)  # before opening: a large index takes seconds to load
     with Retriever.open(settings.db, busy_timeout=settings.busy_timeout) as retriever:  # errors: one line
         retriever.index  # noqa: B018 - build the index now: the first request should not pay for it
-        _announce(settings, retriever)
-        if settings.workers == 1:
-            app = create_app(settings, retriever=retriever)
+        app = create_app(settings, retriever=retriever) if settings.workers == 1 else None
+        _announce(settings, retriever)  # once nothing is left to refuse before uvicorn starts
+        if app is not None:
             uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
             return 0
     # several workers: each opens the store itself; the parent's copy, which checked it, is closed first

@@ -35,6 +35,7 @@ class Metrics:
     over every process writing to ``$PROMETHEUS_MULTIPROC_DIR``, plus the catalog gauges."""
 
     def __init__(self, *, multiprocess: bool = False) -> None:
+        _check_folder(required=multiprocess)
         own = CollectorRegistry()  # where the metrics register; exposed itself unless multiprocess
         self.registry = _summed_registry() if multiprocess else own
         self.requests = Counter(
@@ -126,16 +127,27 @@ class _CatalogGauges:
         )
 
 
-def _summed_registry() -> CollectorRegistry:
-    """A registry exposing the sum over the processes writing to ``$PROMETHEUS_MULTIPROC_DIR``."""
+def _check_folder(*, required: bool) -> None:
+    """``$PROMETHEUS_MULTIPROC_DIR``, where set, is a folder: prometheus_client writes every metric of a
+    process that started with it set there, multiprocess or not (a user's own variable, missing, made
+    ``rated serve`` fail with a traceback at its first counter; an empty one wrote to the working folder)."""
     path = os.environ.get(MULTIPROC_DIR_ENV)
-    if not path or not os.path.isdir(path):
+    if path is None and required:
         raise ConfigError(
             f"multiprocess metrics need {MULTIPROC_DIR_ENV} set to an existing folder before the process "
-            f"starts (got {path!r})"
+            "starts"
         )
+    if path is not None and not (path and os.path.isdir(path)):
+        raise ConfigError(
+            f"{MULTIPROC_DIR_ENV} is {path!r}, which is not a folder: prometheus_client keeps this "
+            "process's metrics there (create it, or unset the variable)"
+        )
+
+
+def _summed_registry() -> CollectorRegistry:
+    """A registry exposing the sum over the processes writing to ``$PROMETHEUS_MULTIPROC_DIR``."""
     registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=path)
+    MultiProcessCollector(registry, path=os.environ[MULTIPROC_DIR_ENV])
     return registry
 
 
