@@ -61,6 +61,7 @@ def test_feedback_demotes_and_tools_show_health(db, capsys):
     assert code == 0 and json.loads(out) == {
         "tool_id": top["id"],
         "outcome": "tool_error",
+        "retry_after": None,
         "recorded": True,
         "healthy": False,
     }
@@ -78,8 +79,103 @@ def test_feedback_demotes_and_tools_show_health(db, capsys):
 
 
 @pytest.mark.parametrize(
+    ("extra", "outcome", "retry_after", "demoted"),
+    [
+        (["--status", "200"], "success", None, False),
+        (["--status", "400"], "caller_error", None, False),  # the agent's own arguments: no demotion
+        (["--status", "401"], "auth_error", None, True),
+        (["--status", "429", "--header", "Retry-After: 30"], "rate_limited", 30.0, True),
+        (
+            ["--status", "429", "--header", "x-other: 1", "--header", "retry-after:30"],
+            "rate_limited",
+            30.0,
+            True,
+        ),
+        (["--status", "503"], "tool_error", None, True),
+        (["--status", "503", "--header", "Retry-After: 120"], "rate_limited", 120.0, True),
+        (["--status", "429", "--header", "Retry-After: 30", "--retry-after", "5"], "rate_limited", 5.0, True),
+    ],
+)
+def test_feedback_takes_the_tools_http_status(db, capsys, extra, outcome, retry_after, demoted):
+    from rated.retriever import Retriever
+
+    code, out, err = run(capsys, "feedback", "mail.a", *extra, "--db", str(db), "--json")
+    assert code == 0, err
+    assert json.loads(out) == {
+        "tool_id": "mail.a",
+        "outcome": outcome,
+        "retry_after": retry_after,
+        "recorded": True,
+        "healthy": not demoted,
+    }
+    rows = {r["id"]: r for r in json.loads(run(capsys, "tools", "--db", str(db), "--json")[1])}
+    assert rows["mail.a"]["caller_errors"] == (outcome == "caller_error")
+    with Retriever.open(db) as r:
+        assert [(o.outcome, o.retry_after) for o in r.outcomes()] == [(outcome, retry_after)]
+
+
+def test_feedback_with_a_status_says_what_it_recorded(db, capsys):
+    code, out, _ = run(capsys, "feedback", "weather", "--status", "400", "--db", str(db))
+    assert code == 0 and "recorded caller_error (HTTP 400) for weather; now healthy" in out
+    code, out, _ = run(
+        capsys, "feedback", "weather", "--status", "429", "--header", "Retry-After: 30", "--db", str(db)
+    )
+    assert code == 0 and "recorded rate_limited (HTTP 429; retry after 30 s) for weather" in out
+
+
+def test_a_wrong_status_report_records_nothing(db, capsys):
+    from rated.retriever import Retriever
+
+    for extra in (["--status", "600"], ["--status", "429", "--header", "Retry-After 5"]):
+        assert run(capsys, "feedback", "weather", *extra, "--db", str(db))[0] == 2
+    with Retriever.open(db) as r:
+        assert r.outcomes() == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--outcome", "success", "--status", "200"], "not allowed with argument --outcome"),
+        ([], "one of the arguments --outcome --status is required"),
+        (["--status", "abc"], "invalid int value"),
+    ],
+)
+def test_feedback_needs_either_outcome_or_status(db, capsys, argv, message):
+    with pytest.raises(SystemExit) as exc:
+        main(["feedback", "weather", *argv, "--db", str(db)])
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
     ("argv", "code", "message"),
     [
+        (["feedback", "weather", "--status", "600", "--db", "{db}"], 2, "from 100 to 599, got 600"),
+        (["feedback", "weather", "--status", "99", "--db", "{db}"], 2, "got 99"),
+        (
+            ["feedback", "weather", "--status", "200", "--header", "x", "--db", "{db}"],
+            2,
+            "expected 'NAME: VALUE'",
+        ),
+        (
+            ["feedback", "weather", "--status", "200", "--header", ": 5", "--db", "{db}"],
+            2,
+            "expected 'NAME: VALUE'",
+        ),
+        (
+            [
+                "feedback",
+                "weather",
+                "--outcome",
+                "rate_limited",
+                "--header",
+                "Retry-After: 5",
+                "--db",
+                "{db}",
+            ],
+            2,
+            "headers are read only with status",
+        ),
+        (["feedback", "nope", "--status", "500", "--db", "{db}"], 3, "unknown tool id"),
         (["search", "", "--db", "{db}"], 2, "query is empty"),
         (["search", "x", "--db", "{db}", "-k", "0"], 2, "k must be"),
         (["feedback", "nope", "--outcome", "success", "--db", "{db}"], 3, "unknown tool id"),

@@ -38,6 +38,7 @@ FUZZ = settings.get_profile("fuzz-100")  # tests/conftest.py: a fixed run in CI;
 
 
 ODD = ["", " ", "\x00", "\u200b", "cafe\u0301", " Timeout ", "NaN", "null"]
+HINT_NAMES = ["Retry-After", "retry-after-ms", "RateLimit-Reset", "X-RateLimit-Reset"]
 FLOATS = st.floats() | st.sampled_from([math.nan, math.inf, -math.inf, -0.0, 1e308])
 NUMBERS = st.integers() | st.sampled_from([10**30, -(10**30), 2**63, 2**64 + 1]) | FLOATS
 
@@ -70,6 +71,9 @@ def arguments(draw: st.DrawFn, tool: str, surrogates: bool) -> dict:
             "tool_id": st.sampled_from(IDS) | text,
             "outcome": st.sampled_from([k.value for k in OutcomeKind]) | text,
             "query": st.none() | text,
+            "status": st.none() | st.sampled_from([200, 400, 429, 503]) | NUMBERS,
+            "headers": st.none()
+            | st.dictionaries(st.sampled_from(HINT_NAMES) | text, text | junk, max_size=3),
             "retry_after": st.none() | st.integers(-5, 100) | FLOATS,
         },
     }[tool]
@@ -98,14 +102,24 @@ class _Unexpected(logging.Handler):
 
 
 TOOLS = ("find_tools", "report_outcome")
+REPORT_IDS = st.sampled_from([*IDS, "cafe\u0301"])  # either Unicode form of an id
+REPORT_OPTIONAL = {
+    "query": st.none() | st.sampled_from(["send an email", "\U0001f4e7 mail"]),
+    "retry_after": st.none() | st.integers(0, 10**6) | st.floats(0, 1e308),
+}
 VALID_REPORT = st.fixed_dictionaries(
     {
-        "tool_id": st.sampled_from([*IDS, "cafe\u0301"]),  # either Unicode form of an id
+        "tool_id": REPORT_IDS,
         "outcome": st.sampled_from([k.value for k in OutcomeKind] + [" Success ", "TIMEOUT"]),
     },
+    optional=REPORT_OPTIONAL,
+) | st.fixed_dictionaries(
+    {"tool_id": REPORT_IDS, "status": st.integers(100, 599)},
     optional={
-        "query": st.none() | st.sampled_from(["send an email", "\U0001f4e7 mail"]),
-        "retry_after": st.none() | st.integers(0, 10**6) | st.floats(0, 1e308),
+        **REPORT_OPTIONAL,
+        "headers": st.dictionaries(
+            st.sampled_from(HINT_NAMES), st.sampled_from(["30", "0", "x"]), max_size=2
+        ),
     },
 )
 

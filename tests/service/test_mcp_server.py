@@ -42,9 +42,11 @@ def test_tools_are_listed_with_schemas_and_work_in_process(retriever):
             listed = {t.name: t for t in (await client.list_tools()).tools}
             assert set(listed) == {"find_tools", "report_outcome"}
             assert listed["find_tools"].input_schema["required"] == ["query"]
-            assert {"tool_id", "outcome", "query", "retry_after"} <= set(
-                listed["report_outcome"].input_schema["properties"]
+            report_schema = listed["report_outcome"].input_schema
+            assert {"tool_id", "outcome", "status", "headers", "query", "retry_after"} <= set(
+                report_schema["properties"]
             )
+            assert report_schema["required"] == ["tool_id"]  # outcome or status: checked by the tool
             assert all(t.input_schema["additionalProperties"] is False for t in listed.values())
 
             found = await client.call_tool("find_tools", {"query": QUERY, "k": 2})
@@ -84,6 +86,93 @@ def test_tools_are_listed_with_schemas_and_work_in_process(retriever):
 
     anyio.run(session)
     assert [r.outcome for r in retriever.outcomes()] == ["tool_error"]
+
+
+@pytest.mark.parametrize(
+    ("status", "headers", "outcome", "retry_after", "demoted"),
+    [
+        (200, None, "success", None, False),
+        (400, None, "caller_error", None, False),  # the agent's own arguments: no demotion
+        (401, None, "auth_error", None, True),
+        (429, {"Retry-After": "30"}, "rate_limited", 30.0, True),
+        (503, None, "tool_error", None, True),
+    ],
+)
+def test_report_outcome_takes_the_tools_http_status(
+    retriever, status, headers, outcome, retry_after, demoted
+):
+    server = build_mcp_server(retriever)
+    args = {"tool_id": "mail.a", "status": status, **({"headers": headers} if headers else {})}
+
+    async def session() -> None:
+        async with Client(server) as client:
+            result = await client.call_tool("report_outcome", args)
+            assert not result.is_error, result.content
+            assert result.structured_content == {
+                "recorded": True,
+                "tool_id": "mail.a",
+                "outcome": outcome,
+                "retry_after": retry_after,
+                "healthy": not demoted,
+            }
+
+    anyio.run(session)
+    assert [(o.outcome, o.retry_after) for o in retriever.outcomes()] == [(outcome, retry_after)]
+
+
+def test_a_reported_429_keeps_the_tool_out_only_as_long_as_it_said():
+    now = [1000.0]
+    retriever = Retriever.from_catalog(TOOLS, encoder=HashEncoder(64), clock=lambda: now[0])
+    server = build_mcp_server(retriever)
+
+    async def call(name: str, args: dict) -> dict:
+        async with Client(server) as client:
+            result = await client.call_tool(name, args)
+            assert not result.is_error, result.content
+            return result.structured_content
+
+    with retriever:
+        limited = {"tool_id": "mail.a", "status": 429, "headers": {"retry-after": "30"}}
+        assert anyio.run(call, "report_outcome", limited)["outcome"] == "rate_limited"
+        assert anyio.run(call, "report_outcome", {"tool_id": "mail.b", "status": 503})["healthy"] is False
+        now[0] = 1029.0
+        assert retriever.health("mail.a").healthy is False
+        now[0] = 1031.0
+        assert retriever.health("mail.a").healthy is True  # a 503 without a hint is an outage:
+        assert retriever.health("mail.b").healthy is False  # still demoted
+        hits = anyio.run(call, "find_tools", {"query": QUERY, "k": 1})["hits"]
+        assert hits[0]["id"] == "mail.a"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"outcome": "success", "status": 200}, "not both"),
+        ({}, "give outcome"),
+        ({"outcome": "rate_limited", "headers": {"Retry-After": "5"}}, "headers are read only with status"),
+        ({"status": 600}, "from 100 to 599, got 600"),
+        ({"status": True}, "valid integer"),  # strict: not 1
+        ({"status": "429"}, "valid integer"),
+        ({"status": 429.0}, "valid integer"),
+        ({"status": 429, "headers": ["Retry-After: 5"]}, "must be an object of header names to values"),
+        ({"status": 429, "headers": {"Retry-After": 5}}, "not a string"),
+        ({"status": 429, "headers": {f"x-{i}": "1" for i in range(101)}}, "101 headers; at most 100"),
+        ({"status": 429, "headers": {"n" * 3000: 5}}, "a header name is 3,000 characters long"),
+        ({"status": 429, "headers": {"Retry-After": "9" * 9000}}, "is 9,000 characters long; at most 8,192"),
+    ],
+)
+def test_report_outcome_refuses_a_wrong_report_saying_what_and_records_nothing(retriever, args, message):
+    server = build_mcp_server(retriever)
+
+    async def session() -> str:
+        async with Client(server) as client:
+            result = await client.call_tool("report_outcome", {"tool_id": "mail.a", **args})
+            assert result.is_error
+            return result.content[0].text
+
+    text = anyio.run(session)
+    assert message in text and len(text) < 500, text  # a name or value is never echoed in full
+    assert retriever.outcomes() == []
 
 
 @pytest.mark.parametrize("exc", [KeyError("mail.a"), ValueError("shapes (3,) and (2,) differ")])

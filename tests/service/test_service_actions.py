@@ -22,6 +22,6 @@ def test_a_recorded_outcome_is_answered_as_recorded_when_the_health_lookup_fails
     tools = [Tool(id="mail", name="send_email", description="Send an email message")]
     with Retriever.from_catalog(tools, encoder=HashEncoder(32)) as retriever:
         monkeypatch.setattr(retriever, "health", fail)
-        out = record_feedback(retriever, "mail", "tool_error", None, None)
+        out = record_feedback(retriever, "mail", None, outcome="tool_error")
         assert (out.recorded, out.tool_id, out.outcome, out.healthy) == (True, "mail", "tool_error", None)
         assert [o.outcome for o in retriever.outcomes()] == ["tool_error"]

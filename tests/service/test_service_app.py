@@ -64,7 +64,13 @@ def test_feedback_demotes_and_tools_report_it(client):
     top = client.post("/retrieve", json={"query": QUERY, "k": 1}).json()["hits"][0]["id"]
     r = client.post("/feedback", json={"tool_id": top, "outcome": "tool_error", "query": QUERY})
     assert r.status_code == 200
-    assert r.json() == {"recorded": True, "tool_id": top, "outcome": "tool_error", "healthy": False}
+    assert r.json() == {
+        "recorded": True,
+        "tool_id": top,
+        "outcome": "tool_error",
+        "retry_after": None,
+        "healthy": False,
+    }
     assert client.post("/retrieve", json={"query": QUERY, "k": 1}).json()["hits"][0]["id"] != top
     tools = client.get("/tools").json()
     assert tools["count"] == 4
@@ -246,7 +252,7 @@ def test_feedback_recorded_for_a_tool_removed_right_after_still_answers_recorded
         def health(self, tool_id, stats=True):
             raise UnknownToolError(tool_id)  # another writer removed it in between
 
-    out = record_feedback(Stub(), "gone", "success", None, None)  # type: ignore[arg-type]
+    out = record_feedback(Stub(), "gone", None, outcome="success")  # type: ignore[arg-type]
     assert out.recorded and out.healthy is None
 
 

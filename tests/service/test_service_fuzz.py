@@ -101,22 +101,39 @@ QUERY = st.sampled_from(["send an email", "weather in Oslo", "calendar"]) | TEXT
 K = st.integers(1, 3) | st.integers(-5, 100) | NUMBERS
 OUTCOME = st.sampled_from([k.value for k in OutcomeKind]) | TEXT
 RETRY = st.none() | st.integers(-10, 100) | FLOATS
+STATUS = st.sampled_from([200, 400, 401, 429, 503, 504]) | st.integers(-10, 1000) | NUMBERS
+VALID_HINTS = st.sampled_from(["30", "0", "1.5", "Wed, 21 Oct 2015 07:28:00 GMT", "-1", "soon"])
+HINTS = VALID_HINTS | TEXT
+HEADER_NAMES = st.sampled_from(["Retry-After", "retry-after-ms", "RateLimit-Reset", "X-RateLimit-Reset"])
+HEADERS = st.dictionaries(HEADER_NAMES | TEXT, HINTS | JSON, max_size=4)
 BODIES = {
     "/retrieve": near_valid({"query": QUERY, "k": K}),
     "/retrieve/batch": near_valid({"queries": st.lists(QUERY, max_size=4), "k": K}),
     "/feedback": near_valid(
-        {"tool_id": st.sampled_from(IDS) | TEXT, "outcome": OUTCOME, "query": QUERY, "retry_after": RETRY}
+        {
+            "tool_id": st.sampled_from(IDS) | TEXT,
+            "outcome": OUTCOME,
+            "status": STATUS,
+            "headers": HEADERS,
+            "query": QUERY,
+            "retry_after": RETRY,
+        }
     ),
 }
+FEEDBACK_OPTIONAL = {
+    "query": st.none() | st.sampled_from(["send an email", "\U0001f4e7 mail"]),
+    "retry_after": st.none() | st.integers(0, 10**6) | st.floats(0, 1e308),
+}
+FEEDBACK_IDS = st.sampled_from([*IDS, "cafe\u0301"])  # either Unicode form of an id
 VALID_FEEDBACK = st.fixed_dictionaries(
     {
-        "tool_id": st.sampled_from([*IDS, "cafe\u0301"]),  # either Unicode form of an id
+        "tool_id": FEEDBACK_IDS,
         "outcome": st.sampled_from([k.value for k in OutcomeKind] + [" Success ", "TIMEOUT"]),
     },
-    optional={
-        "query": st.none() | st.sampled_from(["send an email", "\U0001f4e7 mail"]),
-        "retry_after": st.none() | st.integers(0, 10**6) | st.floats(0, 1e308),
-    },
+    optional=FEEDBACK_OPTIONAL,
+) | st.fixed_dictionaries(
+    {"tool_id": FEEDBACK_IDS, "status": st.integers(100, 599)},
+    optional={**FEEDBACK_OPTIONAL, "headers": st.dictionaries(HEADER_NAMES, VALID_HINTS, max_size=3)},
 )
 CONTENT_TYPES = st.sampled_from(
     [

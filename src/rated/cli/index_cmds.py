@@ -17,6 +17,7 @@ from rich.table import Table
 from rated.cli.output import console, print_json
 from rated.errors import ConfigError
 from rated.outcome import OutcomeKind
+from rated.shown import shown
 
 __all__ = ["add_db_argument", "register"]
 
@@ -48,16 +49,37 @@ def register(sub: argparse._SubParsersAction) -> None:
     _json(p)
     p.set_defaults(handler=_search)
 
-    p = sub.add_parser("feedback", help="report how a tool call went")
+    p = sub.add_parser("feedback", help="report how a tool call went (an outcome, or the HTTP status)")
     p.add_argument("tool_id", metavar="TOOL_ID")
-    p.add_argument(
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument(
         "--outcome",
-        required=True,
         metavar="OUTCOME",
         help="one of: " + ", ".join(k.value for k in OutcomeKind),
     )
+    how.add_argument(
+        "--status",
+        type=int,
+        metavar="CODE",
+        help="the HTTP status the tool answered with, classified into an outcome (e.g. 400: caller_error)",
+    )
+    p.add_argument(
+        "--header",
+        action="append",
+        default=None,
+        dest="headers",
+        metavar="'NAME: VALUE'",
+        help="a response header of the tool, with --status (repeatable): Retry-After and the like give a "
+        "429 or 503 its rate-limit hint",
+    )
     p.add_argument("--query", default=None, help="the request the tool was called for")
-    p.add_argument("--retry-after", type=float, default=None, metavar="S", help="rate-limit hint, seconds")
+    p.add_argument(
+        "--retry-after",
+        type=float,
+        default=None,
+        metavar="S",
+        help="rate-limit hint, seconds (with --status: instead of a Retry-After header)",
+    )
     add_db_argument(p)
     _json(p)
     p.set_defaults(handler=_feedback)
@@ -153,17 +175,35 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _feedback(args: argparse.Namespace) -> int:
+    from rated.reported import reported_outcome
     from rated.retriever import Retriever
 
+    headers = None if args.headers is None else _headers(args.headers)
+    # checked before the database is opened; as stored: "SUCCESS" is recorded as "success"
+    reported = reported_outcome(
+        args.outcome, status=args.status, headers=headers, retry_after=args.retry_after
+    )
     with Retriever.open(args.db) as r:
-        r.feedback(args.tool_id, args.outcome, query=args.query, retry_after=args.retry_after)
+        r.feedback(args.tool_id, reported, query=args.query)
         health = r.health(args.tool_id, stats=False)
-    outcome = OutcomeKind.parse(args.outcome).value  # as stored: "SUCCESS" was recorded as "success"
+    outcome = reported.kind.value
     if args.json:
-        print_json({"tool_id": args.tool_id, "outcome": outcome, "recorded": True, "healthy": health.healthy})
+        print_json(
+            {
+                "tool_id": args.tool_id,
+                "outcome": outcome,
+                "retry_after": reported.retry_after,
+                "recorded": True,
+                "healthy": health.healthy,
+            }
+        )
     else:
         state = "healthy" if health.healthy else "[red]unhealthy[/]"
-        console.print(f"recorded [bold]{outcome}[/] for [bold]{escape(args.tool_id)}[/]; now {state}")
+        notes = [f"HTTP {args.status}"] if args.status is not None else []
+        if reported.retry_after is not None:
+            notes.append(f"retry after {reported.retry_after:g} s")
+        said = f" ({'; '.join(notes)})" if notes else ""
+        console.print(f"recorded [bold]{outcome}[/]{said} for [bold]{escape(args.tool_id)}[/]; now {state}")
     return 0
 
 
@@ -201,6 +241,18 @@ def _tools(args: argparse.Namespace) -> int:
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
+def _headers(lines: list[str]) -> dict[str, str]:
+    """``--header 'Name: value'`` options as a map (the first of a repeated name wins, as a client's
+    header lookup does)."""
+    headers: dict[str, str] = {}
+    for line in lines:
+        name, colon, value = line.partition(":")
+        if not colon or not name.strip():
+            raise ConfigError(f"--header {shown(line)}: expected 'NAME: VALUE', e.g. 'Retry-After: 120'")
+        headers.setdefault(name.strip(), value.strip())
+    return headers
+
+
 def _overflow(col: str) -> Any:
     """A narrow terminal wraps a tool id onto more lines, never cuts it to 'outlook.s…': people copy it
     into ``rated feedback``."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rated.errors import ConfigError, StoreError, UnknownToolError
-from rated.outcome import OutcomeKind
+from rated.reported import reported_outcome
 from rated.retriever import Retriever
 from rated.service.schemas import FeedbackOut
 from rated.service.settings import Settings
@@ -20,15 +22,29 @@ def checked_k(k: int | None, settings: Settings) -> int:
 
 
 def record_feedback(
-    retriever: Retriever, tool_id: str, outcome: str, query: str | None, retry_after: float | None
+    retriever: Retriever,
+    tool_id: str,
+    query: str | None,
+    *,
+    outcome: str | None = None,
+    status: int | None = None,
+    headers: Mapping[str, str] | None = None,
+    retry_after: float | None = None,
 ) -> FeedbackOut:
-    """Parse ``outcome``, persist it, and answer with the tool's health right after it."""
-    kind = OutcomeKind.parse(outcome)
-    retriever.feedback(tool_id, kind, query=query, retry_after=retry_after)
+    """Resolve the outcome (a name, or the tool's HTTP status classified: ``reported_outcome``), persist
+    it, and answer with what was recorded and the tool's health right after it."""
+    reported = reported_outcome(outcome, status=status, headers=headers, retry_after=retry_after)
+    retriever.feedback(tool_id, reported, query=query)
     try:
         health = retriever.health(tool_id, stats=False)
     except (UnknownToolError, StoreError):  # removed, or the index rebuilt, since the outcome was recorded:
         healthy: bool | None = None  # an error now would have the caller report (and record) it twice
     else:
         healthy, tool_id = health.healthy, health.tool.id  # as the catalog spells it (Unicode form)
-    return FeedbackOut(recorded=True, tool_id=tool_id, outcome=kind.value, healthy=healthy)
+    return FeedbackOut(
+        recorded=True,
+        tool_id=tool_id,
+        outcome=reported.kind.value,
+        retry_after=reported.retry_after,
+        healthy=healthy,
+    )

@@ -25,6 +25,7 @@ from rated.service.actions import checked_k, record_feedback
 from rated.service.reopen import Reopening
 from rated.service.schemas import FeedbackOut, RetrieveOut
 from rated.service.settings import Settings
+from rated.service.tool_headers import ToolHeaders
 from rated.shown import clipped
 
 if TYPE_CHECKING:
@@ -41,7 +42,8 @@ _SHOWN = 5  # unknown arguments named in an error (then "and N more")
 
 INSTRUCTIONS = (
     "Use find_tools to pick a tool for a task: it ranks the catalog by relevance and by how reliably each "
-    "tool has been working. After calling a tool, report how it went with report_outcome (success, "
+    "tool has been working. After calling a tool, report how it went with report_outcome: the HTTP status "
+    "it answered with (status, and its headers for a 429, 403 or 503), or an outcome name (success, "
     "tool_error, timeout, rate_limited, auth_error, or caller_error when your own arguments were wrong), "
     "so that failing tools are avoided until they recover."
 )
@@ -52,9 +54,11 @@ FIND_TOOLS = (
     "true when no candidate looked healthy (the list is ranked anyway)."
 )
 REPORT_OUTCOME = (
-    "Report how a call of a tool went, so that failing tools are demoted until they recover. caller_error "
-    "(your own bad arguments) is never held against the tool; rate_limited with retry_after makes the tool "
-    "unavailable for that long without holding it against the tool."
+    "Report how a call of a tool went, so that failing tools are demoted until they recover. Give either "
+    "status (the tool's HTTP status, with its response headers for a 429, 403 or 503) or outcome. A status "
+    "is classified for you: 2xx success; 400/404/422 caller_error (your own bad arguments, never held "
+    "against the tool); 401/403 auth_error; 429, or a 403/503 whose headers name a wait, rate_limited for "
+    "that long (not held against the tool); 5xx tool_error. The result says which outcome was recorded."
 )
 
 
@@ -62,10 +66,19 @@ REPORT_OUTCOME = (
 Task = Annotated[str, Field(description="the task, in natural language")]
 ToolId = Annotated[str, Field(description="the id of the tool called, as find_tools returned it")]
 OutcomeName = Annotated[
-    str,
+    str | None,
     Field(
-        description="how the call went; caller_error: your own arguments were wrong",
+        description="how the call went, when not giving status; caller_error: your own arguments were wrong",
         json_schema_extra={"enum": [kind.value for kind in OutcomeKind]},
+    ),
+]
+# the bounds are in the schema only: out of range, a status gets rated's own message, not pydantic's
+Status = Annotated[
+    int | None,
+    Strict(),
+    Field(
+        description="the HTTP status the tool answered with, instead of outcome: rated classifies it",
+        json_schema_extra={"minimum": 100, "maximum": 599},
     ),
 ]
 CalledFor = Annotated[str | None, Field(description="the task the tool was called for")]
@@ -73,7 +86,8 @@ RetryAfter = Annotated[
     float | None,
     Strict(),
     Field(
-        description="seconds until the tool may be called again, when it said so (rate_limited)",
+        description="seconds until the tool may be called again, when it said so (rate_limited; with "
+        "status, it replaces the Retry-After of headers)",
         json_schema_extra={"minimum": 0},
     ),
 ]
@@ -111,10 +125,25 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
             return serving.call(lambda r: RetrieveOut.of(query, k, r.retrieve(query, k=k)))
 
     def report_outcome(
-        tool_id: ToolId, outcome: OutcomeName, query: CalledFor = None, retry_after: RetryAfter = None
+        tool_id: ToolId,
+        outcome: OutcomeName = None,
+        status: Status = None,
+        headers: ToolHeaders = None,
+        query: CalledFor = None,
+        retry_after: RetryAfter = None,
     ) -> FeedbackOut:
         with _as_tool_error("report_outcome", ToolError):
-            return serving.call(lambda r: record_feedback(r, tool_id, outcome, query, retry_after))
+            return serving.call(
+                lambda r: record_feedback(
+                    r,
+                    tool_id,
+                    query,
+                    outcome=outcome,
+                    status=status,
+                    headers=headers,
+                    retry_after=retry_after,
+                )
+            )
 
     find_tools.__annotations__["k"] = _k_param(settings.max_k)  # the limit is known only now
     tools = [_closed_tool(find_tools, FIND_TOOLS), _closed_tool(report_outcome, REPORT_OUTCOME)]

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rated.retriever import Hit, ToolHealth
+from rated.service.tool_headers import ToolHeaders
 
 __all__ = [
     "ErrorOut",
@@ -49,13 +50,33 @@ class RetrieveManyIn(_In):
 
 
 class FeedbackIn(_In):
+    """How a call went: ``outcome`` (a name) or ``status`` (the tool's HTTP status, classified here),
+    exactly one of them."""
+
     tool_id: str = Field(min_length=1)
-    outcome: str = Field(
-        description="success | tool_error | timeout | rate_limited | auth_error | caller_error"
+    outcome: str | None = Field(
+        None,
+        description="how the call went: success | tool_error | timeout | rate_limited | auth_error | "
+        "caller_error (your own arguments were wrong: never held against the tool). Give this or status",
     )
+    status: int | None = Field(
+        None,
+        ge=100,
+        le=599,
+        description="instead of outcome: the HTTP status the tool answered with, classified by RFC 9110 "
+        "(rated.classify): 2xx/3xx success; 4xx caller_error (the caller's own request), except 401/402/"
+        "403/407 auth_error, 408 timeout, 429 rate_limited; 5xx tool_error, except 504 timeout. A 503, or a "
+        "403, whose headers name a wait is rate_limited for that long. The answer says which outcome was "
+        "recorded",
+    )
+    headers: ToolHeaders = None
     query: str | None = Field(None, description="the request the tool was called for")
     retry_after: float | None = Field(
-        None, ge=0, allow_inf_nan=False, description="rate-limit hint, seconds (finite)"
+        None,
+        ge=0,
+        allow_inf_nan=False,
+        description="rate-limit hint, seconds (finite); with status it stands for the tool's Retry-After "
+        "and replaces the hints of headers",
     )
 
 
@@ -142,7 +163,11 @@ class RetrieveManyOut(BaseModel):
 class FeedbackOut(BaseModel):
     recorded: bool
     tool_id: str
-    outcome: str
+    outcome: str = Field(description="the outcome recorded (with status: what the status was classified as)")
+    retry_after: float | None = Field(
+        description="the rate-limit hint recorded, seconds: a rate_limited tool is kept out that long, "
+        "without it being held against the tool (null: none)"
+    )
     healthy: bool | None = Field(
         description="the policy's view of the tool right after this outcome (null if it was removed since)"
     )

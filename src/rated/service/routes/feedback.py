@@ -1,4 +1,5 @@
-"""``POST /feedback``: report how a tool call went (persisted before the response is sent)."""
+"""``POST /feedback``: report how a tool call went, as an outcome name or as the HTTP status (and headers)
+the tool answered with, which rated classifies (persisted before the response is sent)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,16 @@ router = APIRouter(prefix="/feedback", tags=["feedback"])
 
 @router.post("", response_model=FeedbackOut, responses=responses(*BODY, 404, 503))
 def feedback(body: FeedbackIn, serving: ServingDep, metrics: MetricsDep) -> FeedbackOut:
-    out = serving.call(lambda r: record_feedback(r, body.tool_id, body.outcome, body.query, body.retry_after))
+    out = serving.call(
+        lambda r: record_feedback(
+            r,
+            body.tool_id,
+            body.query,
+            outcome=body.outcome,
+            status=body.status,
+            headers=body.headers,
+            retry_after=body.retry_after,
+        )
+    )
     metrics.feedback.labels(out.outcome).inc()
     return out
