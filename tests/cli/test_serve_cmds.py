@@ -18,6 +18,8 @@ from rated.encode.testing import HashEncoder  # noqa: E402
 from rated.retriever import Retriever  # noqa: E402
 from rated.store.memory import MemoryStore  # noqa: E402
 
+_REAL_CHECK = serve_cmds._check_can_listen
+
 
 @pytest.fixture(autouse=True)
 def any_port(request, monkeypatch):
@@ -79,3 +81,38 @@ def test_serve_warns_when_it_listens_beyond_loopback_without_a_key(
         monkeypatch.delenv("RATED_API_KEY", raising=False)
     assert main(["serve", "--db", str(db), "--host", host]) == 0
     assert ("without an API key" in capsys.readouterr().err) is warned
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as s:
+            s.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback here")
+def test_serve_listens_on_an_ipv6_host_as_uvicorn_does_and_names_it_in_brackets(
+    tmp_path, monkeypatch, capsys
+):
+    """The port check bound every host as IPv4: --host :: or ::1 failed with 'Address family for
+    hostname not supported', though uvicorn listens on them."""
+    monkeypatch.setattr(serve_cmds, "_check_can_listen", _REAL_CHECK)
+    db = tmp_path / "r.db"
+    Retriever.from_catalog([Tool(id="a", name="a", description="x")], db=db, encoder=HashEncoder(32)).close()
+    real_open = Retriever.open
+    monkeypatch.setattr(Retriever, "open", lambda path, **kw: real_open(path, encoder=HashEncoder(32), **kw))
+    ran = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: ran.update(kw))
+    with socket.socket(socket.AF_INET6) as s:
+        s.bind(("::1", 0))
+        port = s.getsockname()[1]
+    assert main(["serve", "--db", str(db), "--host", "::1", "--port", str(port)]) == 0
+    assert ran["host"] == "::1" and f"http://[::1]:{port}" in capsys.readouterr().err
+    with socket.socket(socket.AF_INET6) as busy:
+        busy.bind(("::1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["serve", "--db", str(db), "--host", "::1", "--port", str(port)]) != 0
+    assert f"[::1]:{port} is already in use" in capsys.readouterr().err

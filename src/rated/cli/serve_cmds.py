@@ -71,7 +71,7 @@ def _announce(settings: Settings, retriever: Retriever) -> None:
     workers = f" with {settings.workers} worker processes" if settings.workers > 1 else ""
     err_console.print(  # uvicorn says when the port is bound ("Uvicorn running on ...")
         f"rated: {len(retriever)} tools from {describe_db(retriever.store)}; starting{workers} on "
-        f"http://{settings.host}:{settings.port} (docs at /docs)"
+        f"http://{_address(settings.host, settings.port)} (docs at /docs)"
     )
 
 
@@ -93,18 +93,19 @@ def _mcp(args: argparse.Namespace) -> int:
 def _check_can_listen(host: str, port: int) -> None:
     """One clear error for a port that is taken or not allowed, instead of uvicorn's log lines and exit 3.
 
-    The port is bound and released at once (as uvicorn binds it, with SO_REUSEADDR): another process can
-    still take it in between, and uvicorn then says so itself.
+    The port is bound and released at once (as uvicorn binds it, with SO_REUSEADDR, IPv6 for a host with a
+    colon): another process can still take it in between, and uvicorn then says so itself.
     """
     import errno
     import socket
 
     from rated.errors import ConfigError
 
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
-        socket.create_server((host, port)).close()
+        socket.create_server((host, port), family=family).close()
     except OSError as exc:
-        where = f"{host}:{port}"
+        where = _address(host, port)
         if exc.errno == errno.EADDRINUSE:
             reason = f"{where} is already in use (another rated serve?): choose a free one with --port"
         elif exc.errno == errno.EACCES:
@@ -112,6 +113,11 @@ def _check_can_listen(host: str, port: int) -> None:
         else:
             reason = f"cannot listen on {where}: {exc.strerror or exc} (check --host)"
         raise ConfigError(reason) from None
+
+
+def _address(host: str, port: int) -> str:
+    """``host:port``, an IPv6 host in brackets (``[::1]:8000``) as in a URL."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _loopback(host: str) -> bool:
