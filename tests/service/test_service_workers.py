@@ -69,6 +69,7 @@ def test_workers_must_be_at_least_one_from_the_argument_or_the_environment():
 
 def test_workers_share_the_cpus_unless_the_user_set_encoder_threads(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
     settings = Settings(db="x.db", workers=4)
     env = workers.worker_env(settings, "/m")
     assert env["RATED_ENCODER_THREADS"] == "2" and env[MULTIPROC_DIR_ENV] == "/m"
@@ -76,6 +77,16 @@ def test_workers_share_the_cpus_unless_the_user_set_encoder_threads(monkeypatch)
     assert workers.worker_env(Settings(db="x.db", workers=16), "/m")["RATED_ENCODER_THREADS"] == "1"
     monkeypatch.setenv("RATED_ENCODER_THREADS", "3")
     assert "RATED_ENCODER_THREADS" not in workers.worker_env(settings, "/m")  # inherited as it is
+
+
+def test_workers_share_the_cpus_the_process_may_use_not_the_machines(monkeypatch):
+    """A container limited to 2 of a host's 64 CPUs (a cpuset): os.cpu_count() says 64, so 2 workers
+    got 4 encoder threads each (the default cap) on 2 CPUs."""
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {5, 9}, raising=False)
+    assert workers.worker_env(Settings(db="x.db", workers=2), "/m")["RATED_ENCODER_THREADS"] == "1"
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)  # a platform without affinity
+    assert workers.worker_env(Settings(db="x.db", workers=2), "/m")["RATED_ENCODER_THREADS"] == "4"
 
 
 def test_the_worker_factory_reads_its_settings_from_the_environment(db, monkeypatch):
