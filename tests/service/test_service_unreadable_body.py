@@ -149,6 +149,8 @@ def test_a_readable_body_is_read_whatever_its_declared_coding_and_a_long_one_is_
         assert r.status_code == 200, r.text
     r = client.post("/retrieve", content=b"\x80", headers={**JSON, "content-encoding": "identity"})
     assert r.status_code == 422 and r.json()["detail"].startswith("body is not UTF-8")
+    r = client.post("/retrieve", content=b"abc", headers={**JSON, "content-encoding": "x-custom"})
+    assert r.status_code == 415  # UTF-8 but not JSON: the syntax-error path says the same
     long = ", ".join(["x-" + "z" * 100] * 50)
     r = client.post("/retrieve", content=CODED["gzip"], headers={**JSON, "content-encoding": long})
     assert r.status_code == 415 and len(r.json()["detail"]) < 200
