@@ -53,6 +53,8 @@ def _serve(args: argparse.Namespace) -> int:
             uvicorn.run(app, host=settings.host, port=settings.port, log_level=args.log_level)
             return 0
     # several workers: each opens the store itself; the parent's copy, which checked it, is closed first
+    # and dropped (index, embeddings and encoder would stay in the parent's memory while the workers run)
+    del retriever
     from rated.service.workers import serve_workers
 
     return serve_workers(settings, log_level=args.log_level)
