@@ -124,3 +124,16 @@ def test_token_budget_batches_are_bounded_and_complete(encoder):
         from rated.encode.onnx import MAX_BATCH_TOKENS
 
         encoder.max_tokens = MAX_BATCH_TOKENS
+
+
+def test_default_threads_count_the_cpus_the_process_may_use(monkeypatch):
+    """In a container or under taskset with 1 of a host's 64 CPUs, os.cpu_count() says 64: 4 encoder threads
+    on one CPU only contend."""
+    import os
+
+    monkeypatch.delenv(ENCODER_THREADS_ENV, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {7}, raising=False)
+    assert default_threads() == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(12)), raising=False)
+    assert default_threads() == 4

@@ -36,7 +36,7 @@ _LAST_BREAK = re.compile(r"[ \t\n][^ \t\n]*\Z")
 
 
 def default_threads() -> int:
-    """``$RATED_ENCODER_THREADS``, else the CPU count capped at 4 (more threads barely help a small model)."""
+    """``$RATED_ENCODER_THREADS``, else the usable CPUs, at most 4 (more barely help a small model)."""
     env = os.environ.get(ENCODER_THREADS_ENV)
     if env:
         try:
@@ -46,7 +46,16 @@ def default_threads() -> int:
         if threads < 1:  # 0 or a negative count is a mistake, not "as few as possible"
             raise ModelError(f"{ENCODER_THREADS_ENV} must be a positive integer, got {env!r}")
         return threads
-    return max(1, min(os.cpu_count() or 1, _MAX_DEFAULT_THREADS))
+    return max(1, min(usable_cpus(), _MAX_DEFAULT_THREADS))
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (a container's or taskset's cpuset), not the machine's count:
+    threads beyond it only contend (``os.process_cpu_count`` from Python 3.13)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no affinity on this platform
+        return os.cpu_count() or 1
 
 
 class OnnxEncoder:

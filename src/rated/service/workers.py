@@ -89,19 +89,11 @@ def worker_env(settings: Settings, metrics_dir: str) -> dict[str, str]:
 
     env = {**settings.to_env(), MULTIPROC_DIR_ENV: metrics_dir, PARENT_PID_ENV: str(os.getpid())}
     if not os.environ.get(ENCODER_THREADS_ENV):
-        from rated.encode.onnx import default_threads
+        from rated.encode.onnx import default_threads, usable_cpus
 
-        share = _usable_cpus() // settings.workers
+        share = usable_cpus() // settings.workers
         env[ENCODER_THREADS_ENV] = str(max(1, min(default_threads(), share)))
     return env
-
-
-def _usable_cpus() -> int:
-    """The CPUs this process may run on (a container's or taskset's cpuset), not the machine's count."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # no affinity on this platform
-        return os.cpu_count() or 1
 
 
 def stop_with_parent(
