@@ -68,13 +68,19 @@ def measure(db: str, workers: int, seconds: float, clients: int) -> float:
         _wait_ready(port, proc)
         time.sleep(3 if workers > 1 else 0.5)  # one worker answered: let the others start
         done = [0] * clients
+        failures: list[str] = []
         stop = time.monotonic() + seconds
 
         def client(c: int) -> None:
-            while time.monotonic() < stop:
+            while time.monotonic() < stop and not failures:
                 query = f"send message {c} number {done[c]} to the team"
-                if _post(port, "/retrieve", {"query": query, "k": 5}) != 200:
-                    raise RuntimeError(f"retrieve failed for {query!r}")
+                try:
+                    status = _post(port, "/retrieve", {"query": query, "k": 5})
+                except OSError as exc:
+                    status = f"{type(exc).__name__}: {exc}"
+                if status != 200:  # a failed request must void the figure, not quietly lower it
+                    failures.append(f"retrieve {query!r} answered {status}")
+                    return
                 done[c] += 1
 
         threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
@@ -83,6 +89,8 @@ def measure(db: str, workers: int, seconds: float, clients: int) -> float:
             t.start()
         for t in threads:
             t.join()
+        if failures:
+            raise SystemExit(f"{workers} worker(s): {failures[0]} ({len(failures)} client(s) failed)")
         return sum(done) / (time.monotonic() - start)
     finally:
         os.killpg(proc.pid, signal.SIGTERM)  # the server's own group: parent and workers
