@@ -8,6 +8,7 @@ Every error derives from one root so that callers can catch everything with a si
     │   └── ToolExistsError  tools to add whose ids are indexed already (``.tool_ids``)
     ├── QueryError           empty, non-text or oversized query
     ├── UnknownToolError     a tool id that the catalog does not hold (``.tool_id``)
+    │   └── UnknownToolNameError  a called name that exported definitions did not issue (``.name``)
     ├── IndexFormatError     an index/model folder written by another format version, or damaged
     ├── ModelError           the encoder model cannot be prepared or loaded
     ├── DataError            a benchmark dataset is missing or inconsistent
@@ -37,6 +38,7 @@ __all__ = [
     "StoreError",
     "ToolExistsError",
     "UnknownToolError",
+    "UnknownToolNameError",
 ]
 
 
@@ -108,6 +110,21 @@ class UnknownToolError(RatedError, KeyError):
 
     def __str__(self) -> str:
         return f"unknown tool id: {shown(self.tool_id)}"  # short, whatever was passed as the id
+
+
+class UnknownToolNameError(UnknownToolError):
+    """A function name the model called that tool definitions (``rated.catalog.export``) did not issue:
+    made up by the model, or issued for another list. ``name`` is it, ``issued`` the names that were."""
+
+    def __init__(self, name: str, issued: Sequence[str] = ()):
+        super().__init__(name)
+        self.name = name
+        self.issued = list(issued)
+
+    def __str__(self) -> str:
+        listed = ", ".join(shown(n, 80) for n in self.issued[:10])
+        more = f" and {len(self.issued) - 10} more" if len(self.issued) > 10 else ""
+        return f"unknown tool name {shown(self.name)}: these definitions issued {listed or 'none'}{more}"
 
 
 class IndexFormatError(RatedError):
