@@ -14,6 +14,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
+from rated.catalog.export import FORMATS, tool_definitions
 from rated.cli.output import console, print_json
 from rated.errors import ConfigError
 from rated.outcome import OutcomeKind
@@ -46,6 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("query", metavar="QUERY")
     add_db_argument(p)
     p.add_argument("-k", type=int, default=5, help="number of tools to return (5)")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default=None,
+        help="print JSON with the tools as this model API's definitions (tools) and the id of each name "
+        "they are called by (tool_ids): pass tools to the API, map the called name back with tool_ids",
+    )
     _json(p)
     p.set_defaults(handler=_search)
 
@@ -148,6 +156,19 @@ def _search(args: argparse.Namespace) -> int:
     with Retriever.open(args.db) as r:
         hits = r.retrieve(args.query, k=args.k)
     degraded = any(h.degraded for h in hits)
+    if args.format is not None:  # still a file rated reads back: load_catalog takes {"tools": [...]}
+        defs = tool_definitions(hits, args.format)
+        tool_ids = {name: tool_id for tool_id, name in defs.names.items()}
+        print_json(
+            {
+                "query": args.query,
+                "format": defs.format,
+                "degraded": degraded,
+                "tools": defs.definitions,
+                "tool_ids": tool_ids,
+            }
+        )
+        return 0
     if args.json:
         print_json(
             {"query": args.query, "k": args.k, "degraded": degraded, "hits": [h.to_dict() for h in hits]}

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import ConfigDict, Field, Strict, model_validator
 
+from rated.catalog.export import ExportFormat
 from rated.errors import ConfigError, RatedError
 from rated.outcome import OutcomeKind
 from rated.retriever import Retriever
@@ -51,7 +52,9 @@ INSTRUCTIONS = (
 FIND_TOOLS = (
     "Find the best tools for a task described in natural language, most suitable first. Each hit has the "
     "tool's id, description and parameters, a score, and whether it currently looks healthy. degraded is "
-    "true when no candidate looked healthy (the list is ranked anyway)."
+    "true when no candidate looked healthy (the list is ranked anyway). With format (openai, "
+    "openai_responses, anthropic or mcp), each hit also has its definition for that model API and "
+    "call_name, the name it is called by there; report outcomes with the id."
 )
 REPORT_OUTCOME = (
     "Report how a call of a tool went, so that failing tools are demoted until they recover. Give either "
@@ -64,6 +67,13 @@ REPORT_OUTCOME = (
 
 # The parameters as the model sees them (JSON schema with descriptions). Strict: no "5" for 5, no true for 1.
 Task = Annotated[str, Field(description="the task, in natural language")]
+ToolFormat = Annotated[
+    ExportFormat | None,
+    Field(
+        description="also give each hit its definition in this model API's function-calling format and the "
+        "name it is called by (call_name: valid for that API, unique in the result)"
+    ),
+]
 ToolId = Annotated[str, Field(description="the id of the tool called, as find_tools returned it")]
 OutcomeName = Annotated[
     str | None,
@@ -119,10 +129,10 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
     settings = settings or Settings()
     serving = Reopening(retriever, restart_hint="restart the MCP server (rated mcp)")
 
-    def find_tools(query: Task, k: int = settings.default_k) -> RetrieveOut:
+    def find_tools(query: Task, k: int = settings.default_k, format: ToolFormat = None) -> RetrieveOut:
         with _as_tool_error("find_tools", ToolError):
             k = checked_k(k, settings)
-            return serving.call(lambda r: RetrieveOut.of(query, k, r.retrieve(query, k=k)))
+            return serving.call(lambda r: RetrieveOut.of(query, k, r.retrieve(query, k=k), format))
 
     def report_outcome(
         tool_id: ToolId,

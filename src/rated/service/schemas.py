@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from rated.catalog.export import ExportFormat, tool_definitions
 from rated.retriever import Hit, ToolHealth
 from rated.service.tool_headers import ToolHeaders
 
@@ -39,14 +40,23 @@ class _In(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+_FORMAT = (
+    "also give each hit its definition in this model API's function-calling format (openai: Chat "
+    "Completions, openai_responses, anthropic, mcp) and the name the model calls it by (call_name): "
+    "names are made valid for the API and unique within the answer; map the called name back to the id"
+)
+
+
 class RetrieveIn(_In):
     query: str = Field(description="what the agent wants to do, in natural language")
     k: int | None = Field(None, ge=1, description="how many tools to return (default: the service's)")
+    format: ExportFormat | None = Field(None, description=_FORMAT)
 
 
 class RetrieveManyIn(_In):
     queries: list[str]
     k: int | None = Field(None, ge=1)
+    format: ExportFormat | None = Field(None, description=_FORMAT + " (unique within each result)")
 
 
 class FeedbackIn(_In):
@@ -115,9 +125,25 @@ class HitOut(BaseModel):
     prior: float
     healthy: bool
     components: dict[str, float]
+    call_name: str | None = Field(
+        None, description="with format: the name the model calls this tool by (absent without format)"
+    )
+    definition: dict[str, Any] | None = Field(
+        None, description="with format: the tool's definition for the model API (absent without format)"
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_format(self, handler: SerializerFunctionWrapHandler):
+        """Without a format the hit is what it was before formats existed, byte for byte: no nulls.
+        (No return annotation: pydantic would publish it as the hit's schema, an empty one for Any.)"""
+        out = handler(self)
+        if self.call_name is None and isinstance(out, dict):
+            out.pop("call_name", None)
+            out.pop("definition", None)
+        return out
 
     @classmethod
-    def of(cls, hit: Hit) -> HitOut:
+    def of(cls, hit: Hit, call_name: str | None = None, definition: dict[str, Any] | None = None) -> HitOut:
         t = hit.tool
         return cls(
             rank=hit.rank,
@@ -134,6 +160,8 @@ class HitOut(BaseModel):
             prior=hit.prior,
             healthy=hit.healthy,
             components=dict(hit.components),
+            call_name=call_name,
+            definition=definition,
         )
 
 
@@ -145,14 +173,14 @@ class RetrieveOut(BaseModel):
     hits: list[HitOut]
 
     @classmethod
-    def of(cls, query: str, k: int, hits: list[Hit]) -> RetrieveOut:
-        return cls(
-            query=query,
-            k=k,
-            count=len(hits),
-            degraded=any(h.degraded for h in hits),
-            hits=[HitOut.of(h) for h in hits],
-        )
+    def of(cls, query: str, k: int, hits: list[Hit], format: ExportFormat | None = None) -> RetrieveOut:
+        if format is None:
+            out = [HitOut.of(h) for h in hits]
+        else:
+            defs = tool_definitions(hits, format)
+            by_id = dict(zip((t.id for t in defs.tools), defs.definitions, strict=True))
+            out = [HitOut.of(h, defs.names[h.id], by_id[h.id]) for h in hits]
+        return cls(query=query, k=k, count=len(hits), degraded=any(h.degraded for h in hits), hits=out)
 
 
 class RetrieveManyOut(BaseModel):

@@ -1,4 +1,5 @@
-"""``POST /retrieve`` and ``POST /retrieve/batch``: the best tools for a query."""
+"""``POST /retrieve`` and ``POST /retrieve/batch``: the best tools for a query, each hit also as a model
+API's tool definition when the body names a ``format`` (``rated.catalog.export``)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def retrieve(
     body: RetrieveIn, serving: ServingDep, settings: SettingsDep, metrics: MetricsDep
 ) -> RetrieveOut:
     k = checked_k(body.k, settings)
-    out = RetrieveOut.of(body.query, k, serving.call(lambda r: r.retrieve(body.query, k=k)))
+    hits = serving.call(lambda r: r.retrieve(body.query, k=k))
+    out = RetrieveOut.of(body.query, k, hits, body.format)
     if out.degraded:
         metrics.degraded.inc()
     return out
@@ -36,6 +38,6 @@ def retrieve_many(
             f"{len(body.queries)} queries; a batch holds at most {settings.max_batch} (max_batch)"
         )
     ranked = serving.call(lambda r: r.retrieve_many(body.queries, k))
-    results = [RetrieveOut.of(q, k, hits) for q, hits in zip(body.queries, ranked, strict=True)]
+    results = [RetrieveOut.of(q, k, hits, body.format) for q, hits in zip(body.queries, ranked, strict=True)]
     metrics.degraded.inc(sum(r.degraded for r in results))
     return RetrieveManyOut(count=len(results), results=results)
