@@ -37,6 +37,7 @@ from typing import Any, Literal, get_args
 
 from rated.catalog.schema import Tool
 from rated.errors import ConfigError, UnknownToolError, UnknownToolNameError
+from rated.shown import shown
 
 __all__ = [
     "FORMATS",
@@ -124,7 +125,7 @@ def tool_definitions(
     """
     rules = _RULES.get(format) if isinstance(format, str) else None
     if rules is None:
-        raise ConfigError(f"unknown tool format {format!r}: use one of {', '.join(FORMATS)}")
+        raise ConfigError(f"unknown tool format {shown(format)}: use one of {', '.join(FORMATS)}")
     limit = rules.max_description if max_description is None else max_description
     if limit is not None and limit < 1:
         raise ConfigError(f"max_description must be at least 1, got {limit}")
