@@ -131,7 +131,7 @@ def test_the_writer_saves_a_lexical_snapshot_of_the_synced_catalog(db):
         r.sync_tools(edited("mail", description="Send a fax"))
         stored = r.store.load_catalog()
         blob = r.store.load_cached(snapshot.NAME)
-        digests = [r._parsed[i][0] for i in stored.ids]
+        digests = [r._by_id[i].digest for i in stored.ids]
         restored = snapshot.restore(blob, r.index.config, r.index.tools, digests)
     assert restored is not None and restored[1] == 0  # a fresh open restores it as it is
 

@@ -7,8 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rated import Tool
-from rated import retriever_setup as setup
+from rated import Tool, stored_tool
 from rated.encode.testing import HashEncoder
 from rated.index.semantic import SemanticIndex
 from rated.retriever import Retriever
@@ -67,14 +66,18 @@ def fresh_view(db) -> tuple:
 def test_an_added_tool_is_followed_in_place_and_only_its_record_is_parsed(pair, monkeypatch):
     db, writer, replica = pair
     index = replica.index
+    before = {t.tool.id: t.tool for t in replica.tools(stats=False)}  # every record parsed by now
     writer.add_tools([Tool(id="new", name="email_sender", description="send an email message fast")])
     parsed = []  # by the replica, from now on
-    real = setup.parse_record
+    real = stored_tool.parse_record
     monkeypatch.setattr(
-        setup, "parse_record", lambda rec, tid, where="store": parsed.append(tid) or real(rec, tid, where)
+        stored_tool,
+        "parse_record",
+        lambda rec, tid, where="store": parsed.append(tid) or real(rec, tid, where),
     )
     got = answers(replica)
     assert replica.index is index and parsed == ["new"]
+    assert all(replica.tool(i) is tool for i, tool in before.items())  # the same objects, kept
     assert "new" in {h.id for h in replica.retrieve("send an email message fast", k=3)}
     assert got == fresh_answers(db)
 

@@ -64,6 +64,7 @@ from rated.store.codec import decode_state, encode_state
 from rated.store.meta import EncoderIdentity, IndexMeta
 from rated.store.open import open_store
 from rated.store.rows import other_spellings
+from rated.stored_tool import StoredTool, record_digest
 from rated.tracking import AsyncTrackedCall, TrackedCall
 
 __all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "SyncReport", "ToolHealth"]
@@ -112,7 +113,7 @@ class Retriever:
         self._states_stale = False  # memory may hold learning the store never confirmed: reload all
         self._catalog_version = -1
         self._index: SemanticIndex | None = None
-        self._parsed: dict[str, tuple[bytes, Tool]] = {}  # id -> (digest of its stored record, its Tool)
+        self._by_id: dict[str, StoredTool] = {}  # id -> its entry: record digest, Tool once parsed
         self._load_catalog()
         self._load_states()
 
@@ -201,6 +202,13 @@ class Retriever:
         The encoder defaults to the one the index was built with (checked by name, size and weights);
         ``policy`` is needed only for a custom policy that rated's registry does not know. Store options
         as for ``from_catalog``.
+
+        Stored tool records are not validated here but each when its tool is first needed (then kept):
+        when it is among a query's candidates, named by ``feedback``/``track``/``health``/``tool``, listed
+        by ``tools``, or when the in-memory index (built by the first search or ``index``) needs its text,
+        which is when no lexical snapshot covers its record (a record edited outside rated never is). A
+        damaged record raises ``IndexFormatError`` naming the tool at that moment, and again each time;
+        calls that do not need it go on working, and ``sync_tools`` with the right tool replaces it.
         """
         unknown = set(store_options) - set(_STORE_OPTIONS)
         if unknown:
@@ -282,7 +290,7 @@ class Retriever:
             tool_ids=tuple(map(self._ids.__getitem__, where)),
             semantic=sem,
             prior=self._prior[pos],
-            providers=tuple(map(self._providers.__getitem__, where)),
+            providers=tuple([self._tools[p].provider_key for p in where]),  # parses a new candidate
             context=vec,
             now=float(self._clock()),
         )
@@ -301,7 +309,7 @@ class Retriever:
         degraded = bool(ranking.degraded)
         return [
             Hit._fast(
-                tool=self._tools[where[i]],
+                tool=self._tools[where[i]].tool,
                 score=scores[i],
                 semantic=semantic[i],
                 prior=prior[i],
@@ -364,13 +372,13 @@ class Retriever:
             query_hash = hashlib.sha256(query.encode("utf-8")).hexdigest()[:16]
         with self._lock:
             self._refresh()  # the tool may have been added or removed by another process since
-            tool = self._by_id.get(tool_id) or self._by_id.get(_other_normal_form(tool_id))
-            if tool is None:
+            entry = self._by_id.get(tool_id) or self._by_id.get(_other_normal_form(tool_id))
+            if entry is None:
                 raise UnknownToolError(tool_id)
-            tool_id = tool.id  # as the catalog spells it, whichever Unicode form was typed
+            tool_id = entry.id  # as the catalog spells it, whichever Unicode form was typed
             now = float(self._clock())
             fb = Feedback(
-                tool_id=tool_id, outcome=result, now=now, context=context, provider=tool.provider_key
+                tool_id=tool_id, outcome=result, now=now, context=context, provider=entry.tool.provider_key
             )
             record = OutcomeRecord(now, tool_id, result.kind.value, query_hash, result.retry_after)
             counts = result.is_success or result.counts_against_tool
@@ -456,6 +464,7 @@ class Retriever:
         # a caller's Tool may hold what JSON does not (a tuple, NaN); a later reload keeps these objects
         records = [t.model_dump_json() for t in new]
         new = [setup.parse_record(r, t.id, "the tools to add") for r, t in zip(records, new, strict=True)]
+        entries = [StoredTool.of(t, r) for t, r in zip(new, records, strict=True)]
         with self._lock:
             self._refresh()
             self._check_new(new)  # before the encoding: a clash is refused at once
@@ -477,8 +486,7 @@ class Retriever:
             else:
                 raise _kept_changing(self._store, "add")
             index = self._search_index()
-            self._change_index(index.add, new, embeddings)
-            self._parsed.update((t.id, (_digest(r), t)) for r, t in zip(records, new, strict=True))
+            self._change_index(index.add, entries, embeddings)
             self._set_pool(
                 index.tools,
                 {**self._prior_by_id, **dict(zip(prior.tool_ids, prior.r_static, strict=True))},
@@ -517,7 +525,6 @@ class Retriever:
             self._change_index(index.remove, ids)
             for tool_id in ids:
                 self._policy.set_state(tool_id, None)
-                self._parsed.pop(tool_id, None)
             self._states_stale = True  # reload the remaining states into a fresh copy at the next refresh:
             # what the policy learned from these tools beyond their states goes with them (_load_states)
             self._set_pool(index.tools, self._prior_by_id)
@@ -526,12 +533,12 @@ class Retriever:
 
     def _known_id(self, tool_id: object) -> str:
         """``tool_id`` as the catalog spells it (either Unicode normal form, as ``feedback`` accepts it)."""
-        tool = None
+        entry = None
         if isinstance(tool_id, str):
-            tool = self._by_id.get(tool_id) or self._by_id.get(_other_normal_form(tool_id))
-        if tool is None:
+            entry = self._by_id.get(tool_id) or self._by_id.get(_other_normal_form(tool_id))
+        if entry is None:
             raise UnknownToolError(tool_id)  # type: ignore[arg-type]
-        return tool.id
+        return entry.id
 
     def sync_tools(
         self,
@@ -557,7 +564,7 @@ class Retriever:
         given = [
             setup.parse_record(r, t.id, "the tools to sync") for r, t in zip(records, given, strict=True)
         ]
-        ids, digests = [t.id for t in given], [_digest(r) for r in records]
+        ids, digests = [t.id for t in given], [record_digest(r) for r in records]
         embeddings: dict[int, np.ndarray] = {}  # position in ``given`` -> its embedding (encoded once)
         priors: dict[int, tuple[float, dict[str, Any]]] = {}  # -> its prior, scored with ``stats``
         stats: Mapping[str, Any] | None = None
@@ -567,7 +574,8 @@ class Retriever:
                 clash = [i for i in ids if i not in self._by_id and self._other_form_indexed(i)]
                 if clash:  # as add refuses it: not a new tool, nor this one's update
                     raise ToolExistsError(clash)
-                plan = plan_sync(ids, digests, {k: v[0] for k, v in self._parsed.items()}, self._ids, prune)
+                held = {tool_id: entry.digest for tool_id, entry in self._by_id.items()}
+                plan = plan_sync(ids, digests, held, self._ids, prune)
                 if stats != self._meta.prior_stats:  # first pass, or rebuilt meanwhile (same encoder, policy)
                     stats, priors = self._meta.prior_stats, {}
                 todo = [i for i in plan.changed if i not in embeddings]
@@ -672,7 +680,7 @@ class Retriever:
                 tool_ids=tuple(self._ids[p] for p in positions),
                 semantic=np.zeros(len(positions), np.float32),
                 prior=self._prior[pos],
-                providers=tuple(self._providers[p] for p in positions),
+                providers=tuple([self._tools[p].provider_key for p in positions]),
                 context=None,
                 now=float(self._clock()),
             )
@@ -683,7 +691,7 @@ class Retriever:
         components = {n: np.asarray(v) for n, v in ranking.components.items() if n != "semantic"}
         return [
             ToolHealth(
-                tool=self._tools[p],
+                tool=self._tools[p].tool,
                 prior=float(self._prior[p]),
                 healthy=bool(healthy[j]),
                 stats=stats.get(self._ids[p]),
@@ -696,9 +704,10 @@ class Retriever:
         with self._lock:
             self._refresh()  # a tool another process removed is unknown here too
             try:
-                return self._by_id[tool_id]
+                entry = self._by_id[tool_id]
             except (KeyError, TypeError):
                 raise UnknownToolError(tool_id) from None
+            return entry.tool
 
     def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:
         """The most recent ``limit`` outcome records (all when None), oldest first."""
@@ -719,7 +728,9 @@ class Retriever:
     @property
     def index(self) -> SemanticIndex:
         """The in-memory ``SemanticIndex`` (positions refer to ``[t.tool for t in tools()]`` order), of the
-        catalog stored now: a reload that failed half-way (its index dropped) is tried again first."""
+        catalog stored now: a reload that failed half-way (its index dropped) is tried again first. Its
+        ``tools`` are the pool's ``StoredTool`` entries (``.tool`` is the ``Tool``; other attributes read
+        through to it, parsing the record on first use)."""
         with self._lock:
             self._refresh()
             return self._search_index()
@@ -785,31 +796,31 @@ class Retriever:
         """(Re)load the pool from the store; the index is built from the stored embeddings when first
         searched (nothing is re-encoded), so ``feedback`` and ``tools`` never pay for fitting it.
 
-        After another writer's change, a tool whose stored record is unchanged keeps its ``Tool`` object,
-        and a built index follows removals and appends in place (``SemanticIndex.follow``): a replica of a
-        large catalog does not re-parse and re-index everything because one tool was added."""
+        No record is parsed here: each tool is a ``StoredTool`` whose ``Tool`` is validated from its
+        record when first needed (a hit, a candidate's provider, feedback, ``tools``, a text the index
+        builds), so opening a large catalog costs its ids, digests, prior and embeddings only. After
+        another writer's change, a tool whose stored record is unchanged keeps its entry (and its parsed
+        ``Tool``), and a built index follows removals and appends in place (``SemanticIndex.follow``): a
+        replica of a large catalog does not re-index everything because one tool was added."""
         version = self._store.catalog_version()
         stored = self._store.load_catalog()
         where = setup.describe_db(self._store)
-        known, parsed = self._parsed, {}
+        known, entries = self._by_id, []
         for tool_id, record in zip(stored.ids, stored.records, strict=True):
-            digest = _digest(record)
-            old = known.get(tool_id)
-            tool = (
-                old[1] if old is not None and old[0] == digest else setup.parse_record(record, tool_id, where)
-            )
-            parsed[tool_id] = (digest, tool)
-        tools = [parsed[i][1] for i in stored.ids]
+            digest = record_digest(record)
+            entry = known.get(tool_id)
+            if entry is None or entry.digest != digest:
+                entry = StoredTool(tool_id, record, where, digest)
+            entries.append(entry)
         index, self._index = self._index, None  # an index that fails half-way through follow is dropped
         if index is not None and (
             index.config != setup.semantic_config(self._meta.semantic)
-            or not index.follow(tools, stored.embeddings)
+            or not index.follow(entries, stored.embeddings)  # type: ignore[arg-type]
         ):
             index = None
-        self._parsed = parsed
         self._index = index
-        self._unindexed = None if index is not None else (tools, stored.embeddings)
-        self._set_pool(tools, dict(zip(stored.ids, stored.prior.tolist(), strict=True)))
+        self._unindexed = None if index is not None else (entries, stored.embeddings)
+        self._set_pool(entries, dict(zip(stored.ids, stored.prior.tolist(), strict=True)))
         # the settings were read before (by open or _adopt_meta): if a rebuild landed in between, this
         # catalog may be the new one under the old settings; -1 (unknown) makes the refresh reload both
         raw = self._store.get_meta()
@@ -821,9 +832,8 @@ class Retriever:
         if self._index is None:
             assert self._unindexed is not None
             tools, embeddings = self._unindexed
-            digests = [self._parsed[t.id][0] for t in tools]
             config = setup.semantic_config(self._meta.semantic)
-            self._index = setup.build_index(self._store, tools, embeddings, config, digests)
+            self._index = setup.build_index(self._store, tools, embeddings, config)
             self._unindexed = None
         return self._index
 
@@ -836,14 +846,15 @@ class Retriever:
             self._index = None
             raise
 
-    def _set_pool(self, tools: Sequence[Tool], prior_by_id: Mapping[str, float]) -> None:
+    def _set_pool(self, tools: Sequence[StoredTool], prior_by_id: Mapping[str, float]) -> None:
+        """The pool in index order: entries (``StoredTool``: what is returned is their ``.tool``), ids,
+        positions and priors; no record is parsed."""
         self._tools = list(tools)
         self._ids = [t.id for t in self._tools]
-        self._by_id = {t.id: t for t in self._tools}
-        self._position = {t: i for i, t in enumerate(self._ids)}
-        self._prior_by_id = {i: float(prior_by_id[i]) for i in self._ids}
-        self._prior = np.array([self._prior_by_id[i] for i in self._ids], dtype=np.float32)
-        self._providers = [t.provider_key for t in self._tools]
+        self._by_id = dict(zip(self._ids, self._tools, strict=True))
+        self._position = dict(zip(self._ids, range(len(self._ids)), strict=True))
+        self._prior_by_id = {i: float(prior_by_id[i]) for i in self._ids}  # in pool order
+        self._prior = np.fromiter(self._prior_by_id.values(), np.float32, len(self._ids))
 
     def _load_states(self) -> None:
         """Apply every stored state to an untrained copy of the policy (the store is the source of truth).
@@ -931,11 +942,6 @@ class Retriever:
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
-def _digest(record: str) -> bytes:
-    """A stored record's fingerprint: an unchanged record keeps its parsed ``Tool`` across reloads."""
-    return hashlib.blake2b(record.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
 def _other_normal_form(text: str) -> str:
     """``text`` in the other Unicode normal form (NFC <-> NFD): a terminal may type "é" either way, and
     the catalog refuses ids that differ only so, so at most one tool matches."""

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import ValidationError
 
 from rated.catalog.schema import Tool
 from rated.encode.base import Encoder
@@ -22,6 +21,7 @@ from rated.store.base import Store
 from rated.store.meta import EncoderIdentity
 from rated.store.open import REDIS_SCHEMES
 from rated.store.redis_url import redact_url
+from rated.stored_tool import StoredTool, parse_record
 
 if TYPE_CHECKING:  # for type hints only
     from rated.catalog.prior import PriorResult
@@ -70,15 +70,6 @@ def as_tools(source: str | Path | Sequence[Tool | Mapping[str, Any]]) -> list[To
     return load_catalog([t.model_dump(mode="json") if isinstance(t, Tool) else t for t in items])
 
 
-def parse_record(record: str, tool_id: str, where: str = "store") -> Tool:
-    from rated.errors import IndexFormatError
-
-    try:
-        return Tool.model_validate_json(record)
-    except ValidationError as exc:
-        raise IndexFormatError(f"{where}: stored record of tool {tool_id!r} is invalid: {exc}") from None
-
-
 def put_tools(
     store: Store,
     tools: Sequence[Tool],
@@ -117,23 +108,24 @@ def _tool_rows(tools: Sequence[Tool], embeddings: np.ndarray, prior: PriorResult
 
 
 def build_index(
-    store: Store,
-    tools: Sequence[Tool],
-    embeddings: np.ndarray,
-    config: SemanticConfig,
-    digests: Sequence[bytes],
+    store: Store, tools: Sequence[StoredTool], embeddings: np.ndarray, config: SemanticConfig
 ) -> SemanticIndex:
-    """The semantic index of ``tools``, whose stored records have ``digests``: its lexical part restored
-    from the store's snapshot where one fits, else built; a snapshot is saved again when there was none
-    that fitted or when following it took changes to a tenth of the pool or more. Likewise an HNSW dense
-    part (above ``hnsw_threshold`` tools) is attached to the graph saved for exactly this pool, else built
-    and its graph saved. Reading and saving are best effort (a snapshot the store cannot give is no
-    snapshot; a busy or read-only store keeps the old one, or none: the next process builds the index)."""
+    """The semantic index of the pool ``tools``: its lexical part restored from the store's snapshot where
+    one fits (then only the records of tools appended since are parsed, for their text), else built from
+    every tool's text (every record parsed: a damaged one raises ``IndexFormatError`` here); a snapshot is
+    saved again when there was none that fitted or when following it took changes to a tenth of the pool
+    or more. Likewise an HNSW dense part (above ``hnsw_threshold`` tools) is attached to the graph saved
+    for exactly this pool, else built and its graph saved. Reading and saving are best effort (a snapshot
+    the store cannot give is no snapshot; a busy or read-only store keeps the old one, or none: the next
+    process builds the index)."""
     from rated.index import hnsw_snapshot, snapshot
     from rated.index.semantic import SemanticIndex, dense_kind
 
+    digests = [t.digest for t in tools]
     blob = _load_cached(store, snapshot.NAME)
-    restored = None if blob is None else snapshot.restore(blob, config, tools, digests)
+    # StoredTool entries stand in for Tools: the index reads their ids, and a text's fields through them
+    pool: Sequence[Tool] = tools  # type: ignore[assignment]
+    restored = None if blob is None else snapshot.restore(blob, config, pool, digests)
     lexical, changed = restored or (None, len(tools))
     dense = None
     if dense_kind(config, len(tools)) == "hnsw":
@@ -141,7 +133,7 @@ def build_index(
         ids = [t.id for t in tools]
         dense = None if blob is None else hnsw_snapshot.restore(blob, config, ids, embeddings)
     del blob  # a large graph's blob is not kept while the index is built
-    index = SemanticIndex.build(tools, embeddings, config, lexical=lexical, dense=dense)
+    index = SemanticIndex.build(pool, embeddings, config, lexical=lexical, dense=dense)
     if restored is None or changed * 10 >= len(tools):
         _save_cached(store, snapshot.NAME, snapshot.dump(index, digests))
     if dense is None:  # a graph was built (None for a flat index): the next process attaches it

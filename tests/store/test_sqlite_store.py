@@ -227,7 +227,10 @@ def test_a_rated_database_of_another_version_is_left_as_it_was(tmp_path):
             r"damaged index settings: a JSON list",
             "meta",
         ),
-        ("UPDATE prior SET detail = 'nope'", r"damaged prior detail for tool 'a': not valid JSON", "catalog"),
+        # a prior detail is for display: decoded when read, not by every open
+        ("UPDATE prior SET detail = 'nope'", r"damaged prior detail for tool 'a': not valid JSON", "detail"),
+        ("UPDATE prior SET detail = '[1]'", r"damaged prior detail for tool 'a'$", "detail"),
+        ("UPDATE tools SET record = x'7b7d'", r"damaged record for tool 'a': not text", "catalog"),
         ("UPDATE prior SET r_static = 'high'", r"damaged prior for tool 'a'", "catalog"),
         (
             "UPDATE embeddings SET vector = x'0000'",
@@ -250,7 +253,12 @@ def test_damaged_stored_data_is_an_index_format_error_naming_the_file(tmp_path, 
     conn.close()
     store = SQLiteStore(path, create=False)
     with pytest.raises(IndexFormatError, match=rf"damaged\.db: {match}"):
-        store.get_meta() if read == "meta" else store.load_catalog()
+        if read == "meta":
+            store.get_meta()
+        elif read == "detail":
+            store.load_catalog().prior_detail[0]
+        else:
+            store.load_catalog()
     store.close()
 
 

@@ -60,6 +60,10 @@ def test_catalog_keeps_order_replaces_in_place_and_deletes(store):
     assert cat.embeddings.dtype == np.float32
     np.testing.assert_allclose(cat.prior, [0.1, 0.5, 0.9], rtol=1e-6)
     assert cat.prior_detail[0] == {"reliable": True}
+    assert cat.prior_detail == ({"reliable": True}, {"reliable": False}, {"reliable": False})
+    assert len(cat.prior_detail) == 3 and list(cat.prior_detail[1:]) == [{"reliable": False}] * 2
+    assert cat.records == ('{"id": "a"}', '{"id": "b"}', '{"id": "c"}')
+    assert cat.embeddings.flags.writeable and cat.embeddings.flags.c_contiguous
     records = ['{"id": "b2"}', '{"id": "d"}']
     store.put_tools(["b", "d"], records, np.ones((2, 3), np.float32), np.array([0.2, 0.3]))
     cat = store.load_catalog()

@@ -88,15 +88,17 @@ class StateStore(Protocol):
 class StoredCatalog:
     """What ``Retriever.open`` needs to rebuild without re-encoding, aligned by position.
 
-    ``records`` are JSON texts of ``Tool`` records (the store does not interpret them); ``prior`` holds
-    r_static per tool and ``prior_detail`` its components (JSON-able dicts) for display.
+    ``records`` are JSON texts of ``Tool`` records (the store does not interpret them: ``Retriever``
+    validates each when the tool is first needed); ``prior`` holds r_static per tool and
+    ``prior_detail`` its components (JSON-able dicts) for display, which a store may decode only when
+    one is read (SQLite: ``rows.PriorDetails``, a damaged one raising ``IndexFormatError`` then).
     """
 
     ids: tuple[str, ...]
     records: tuple[str, ...]
     embeddings: np.ndarray  # (n, dim) float32
     prior: np.ndarray  # (n,) float32
-    prior_detail: tuple[dict[str, Any], ...] = field(default=())
+    prior_detail: Sequence[dict[str, Any]] = field(default=())
 
 
 @dataclass(frozen=True)
