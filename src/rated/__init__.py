@@ -4,6 +4,7 @@ Semantic retrieval over a tool catalog, re-ranked by a contextual bandit that le
 outcome, so agents stop picking tools that are failing and return to them once they recover.
 """
 
+from rated.catalog.export import ToolDefinitions, tool_definitions
 from rated.catalog.schema import Auth, AuthType, Provenance, Tool
 from rated.classify import outcome_from_exception, outcome_from_status
 from rated.errors import (
@@ -18,6 +19,7 @@ from rated.errors import (
     StoreError,
     ToolExistsError,
     UnknownToolError,
+    UnknownToolNameError,
 )
 from rated.outcome import Outcome, OutcomeKind
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking
@@ -51,11 +53,14 @@ __all__ = [
     "StoreError",
     "SyncReport",
     "Tool",
+    "ToolDefinitions",
     "ToolExistsError",
     "ToolHealth",
     "TrackedCall",
     "UnknownToolError",
+    "UnknownToolNameError",
     "outcome_from_exception",
     "outcome_from_status",
+    "tool_definitions",
     "__version__",
 ]
