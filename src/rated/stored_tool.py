@@ -21,6 +21,7 @@ rated.errors.IndexFormatError: demo.db: stored record of tool 'x' is invalid: 1 
 from __future__ import annotations
 
 import hashlib
+import operator
 from typing import Any
 
 from pydantic import ValidationError
@@ -87,10 +88,22 @@ class StoredTool:
             self._held = held = tool
         return held  # type: ignore[return-value]
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # what the fields' properties below do not cover
         if name.startswith("_"):  # a slot not set yet (copy, pickle), a dunder probe: not the tool's
             raise AttributeError(name)
         return getattr(self.tool, name)
 
     def __repr__(self) -> str:
         return f"StoredTool({self.id!r}{'' if self.parsed else ', not parsed yet'})"
+
+
+def _read_through(name: str) -> property:
+    return property(operator.attrgetter(f"tool.{name}"), doc=f"``tool.{name}`` (parsed on first read)")
+
+
+# each Tool field as a property: a text built from 50,000 entries reads about 11 fields of each, and
+# __getattr__ (called after a failed lookup) costs 0.85 us a read against 0.18 us for these
+for _name in Tool.model_fields:
+    if _name not in StoredTool.__slots__:
+        setattr(StoredTool, _name, _read_through(_name))
+del _name

@@ -266,8 +266,7 @@ class SQLiteStore:
         if not set(map(type, records)) <= {str}:  # their content is validated by whoever parses them
             bad = next(i for i, r in enumerate(records) if type(r) is not str)
             raise IndexFormatError(f"{where}: damaged record for tool {ids[bad]!r}: not text")
-        joined = bytearray().join(vectors)  # one writable buffer: no second copy of every embedding
-        emb = np.frombuffer(joined, dtype="<f4").astype(np.float32, copy=False).reshape(len(rows), dim)
+        emb = _embedding_matrix(vectors, dim)
         return StoredCatalog(
             ids=ids,
             records=records,
@@ -551,6 +550,20 @@ class SQLiteStore:
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r}, durability={self.durability!r})"
+
+
+def _embedding_matrix(vectors: Sequence[bytes], dim: int, rows_at_once: int = 4096) -> np.ndarray:
+    """The checked ``4 * dim``-byte vectors as one ``(n, dim)`` float32 array, copied in slices of joined
+    rows (no Python work per row, no second copy of the whole matrix). numpy allocates the array: a
+    large one gets transparent huge pages, which the exact dense scan of every search reads faster
+    (about a tenth at 50,000 tools here) than a buffer Python allocated."""
+    emb = np.empty((len(vectors), dim), dtype="<f4")
+    if emb.size:
+        flat, width = memoryview(emb).cast("B"), 4 * dim * rows_at_once
+        for i, start in enumerate(range(0, len(vectors), rows_at_once)):
+            chunk = b"".join(vectors[start : start + rows_at_once])
+            flat[i * width : i * width + len(chunk)] = chunk
+    return emb.astype(np.float32, copy=False)
 
 
 def _totals_rows(stats: Mapping[str, OutcomeStats]) -> list[tuple]:
