@@ -166,3 +166,21 @@ def test_without_a_lexical_index_only_the_queries_that_meet_the_damaged_tool_fai
                     r.retrieve(q)
             else:
                 assert [(h.id, h.score) for h in r.retrieve(q)] == want
+
+
+def test_parse_tools_validates_every_record_once_counts_the_damaged_and_stops_when_asked(db, parsed):
+    """What a service runs in the background after start-up, so that its first full listing (under the
+    retriever's lock) does not pay for every record at once."""
+    import threading
+
+    damage(db, "t7")
+    with Retriever.open(db, clock=clock) as r:
+        stop = threading.Event()
+        stop.set()
+        assert r.parse_tools(stop) == 0 and parsed == []  # stopped before the first record
+        assert r.parse_tools() == 1  # t7
+        assert sorted(parsed) == sorted(f"t{i}" for i in range(N))
+        assert r.parse_tools() == 1 and parsed.count("t7") == 2 and parsed.count("t1") == 1  # kept
+        with pytest.raises(IndexFormatError, match="'t7'"):
+            r.tool("t7")
+        assert r.tool("t8").id == "t8"

@@ -42,6 +42,7 @@ from rated.encode.base import Encoder
 from rated.encode.query_cache import DEFAULT_QUERY_CACHE, QueryCache
 from rated.errors import (
     ConfigError,
+    IndexFormatError,
     QueryError,
     StoreError,
     ToolExistsError,
@@ -699,6 +700,24 @@ class Retriever:
             )
             for j, p in enumerate(positions)
         ]
+
+    def parse_tools(self, stop: threading.Event | None = None) -> int:
+        """Validate every stored tool record now (``open`` leaves each until its tool is first needed), a
+        record at a time and outside the lock: a service runs it in the background after start-up so
+        that its first full listing (``GET /tools``, the dashboard, a metrics scrape, all under the lock)
+        does not pay for every record at once (2.3 s at 50,000 tools). Stops early once ``stop`` is set.
+        Returns how many records are damaged (each raises ``IndexFormatError`` when its tool is needed)."""
+        with self._lock:
+            entries = self._tools
+        damaged = 0
+        for entry in entries:
+            if stop is not None and stop.is_set():
+                break
+            try:
+                entry.tool  # noqa: B018 - parses and keeps it (an entry parsed already costs nothing)
+            except IndexFormatError:
+                damaged += 1
+        return damaged
 
     def tool(self, tool_id: str) -> Tool:
         with self._lock:

@@ -10,6 +10,7 @@ service nobody restarts keeps serving.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -54,6 +55,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         first = retriever or Retriever.open(settings.db, busy_timeout=settings.busy_timeout)
+        stop = threading.Event()
         try:
             first.index  # noqa: B018 - build the index before the first request
             serving = app.state.serving = Reopening(
@@ -61,8 +63,13 @@ def create_app(
             )
             # a scrape never reopens a rebuilt index (seconds with a real encoder): NaN until a request does
             app.state.metrics.watch_catalog(lambda: serving.probe(_catalog_health))
+            parsing = app.state.parsing = threading.Thread(
+                target=_parse_in_background, args=(first, stop), name="rated-parse-tools", daemon=True
+            )
+            parsing.start()
             yield
         finally:
+            stop.set()
             if retriever is None:
                 first.close()  # the store every reopened retriever shares
 
@@ -106,6 +113,17 @@ def app_from_env() -> FastAPI:
     if os.environ.get(PARENT_PID_ENV, "").isdigit():
         stop_with_parent(int(os.environ[PARENT_PID_ENV]))
     return app
+
+
+def _parse_in_background(retriever: Retriever, stop: threading.Event) -> None:
+    """Validate the stored tool records off the request path (``Retriever.parse_tools``)."""
+    try:
+        damaged = retriever.parse_tools(stop)
+    except Exception:  # a bug here must not go unseen, nor stop the service: requests parse on need
+        log.exception("parsing the stored tool records in the background failed")
+        return
+    if damaged:
+        log.warning("%d stored tool record(s) are damaged: requests that need them answer an error", damaged)
 
 
 def _catalog_health(retriever: Retriever) -> tuple[int, int]:
