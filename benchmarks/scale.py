@@ -10,7 +10,7 @@ catalog encoding is measured by ``latency.py``). Stages, per size:
   (``rated.index.snapshot``); ``open``: ``Retriever.open``; ``first search``: the first retrieval after
   ``open``, which builds the in-memory index from the stored embeddings and restores the lexical part
   from the snapshot; ``first search, no snapshot``: the same in a process that finds no snapshot (it
-  builds every tool's text and tokenizes it, as every process did before snapshots);
+  validates every stored record, builds every text and tokenizes it, as all did before snapshots);
 - ``retrieve``: ``Retriever.retrieve(q, k=5)`` on real queries, their embeddings cached, so that search
   (dense + TF-IDF over the whole pool), re-ranking and hits are timed without the encoder; the dense
   part is the exact flat index at every size (``auto`` picks HNSW above ``hnsw_threshold``);
@@ -67,7 +67,7 @@ STAGES = {
     "index (from_catalog)": ("s", "encode (hash), prior, SQLite write, index and its lexical snapshot"),
     "open": ("s", "Retriever.open"),
     "first search": ("s", "builds the in-memory index, the lexical part restored from its snapshot"),
-    "first search, no snapshot": ("s", "the same, reading every tool's text (as before snapshots)"),
+    "first search, no snapshot": ("s", "the same, validating every record, reading its text"),
     "retrieve": ("ms", "median, query embedding cached"),
     "retrieve p95": ("ms", "95th percentile"),
     "add 1 tool": ("ms", "median of 3"),
