@@ -275,3 +275,39 @@ def test_renamed_tools_come_back_under_the_names_they_were_called_by():
     loaded = load_catalog(defs.definitions)
     assert [t.name for t in loaded] == list(defs.names.values())
     assert [t.description for t in loaded] == [t.description for t in AWKWARD]
+
+
+@pytest.mark.parametrize(
+    ("parameters", "schema"),
+    [
+        # "properties": null or a list, and "required" not a list of names: OpenAI and Anthropic refuse them
+        ({"type": "object", "properties": None}, {"type": "object", "properties": {}}),
+        ({"properties": [{"name": "q"}]}, {"type": "object", "properties": {}}),
+        (
+            {"type": "object", "properties": {"q": {}}, "required": "q"},
+            {"type": "object", "properties": {"q": {}}, "required": ["q"]},
+        ),
+        (
+            {"type": "object", "properties": {"q": {}}, "required": ["q", 3, None]},
+            {"type": "object", "properties": {"q": {}}, "required": ["q"]},
+        ),
+        ({"type": "object", "required": None}, {"type": "object", "properties": {}}),
+        (  # a value schema wrapped as "input": the definitions its references name stay at the root
+            {"type": "array", "items": {"$ref": "#/$defs/City"}, "$defs": {"City": {"type": "string"}}},
+            {
+                "type": "object",
+                "properties": {"input": {"type": "array", "items": {"$ref": "#/$defs/City"}}},
+                "required": ["input"],
+                "$defs": {"City": {"type": "string"}},
+            },
+        ),
+    ],
+)
+def test_malformed_object_schemas_are_made_ones_the_apis_take(parameters, schema):
+    tool = Tool(id="t", name="t", parameters=parameters)
+    for fmt in FORMATS:
+        definition = tool_definitions([tool], fmt).definitions[0]
+        got = definition.get("function", definition)
+        got = got.get("parameters", got.get("input_schema", got.get("inputSchema")))
+        assert got == schema, fmt
+    assert tool.parameters == parameters  # a copy: the tool is untouched

@@ -17,11 +17,13 @@ every process. ``ToolDefinitions.tool_id(name)`` maps the name the model called 
 
 Parameters are always a JSON-schema object, as the APIs require: none becomes ``{"type": "object",
 "properties": {}}``, a schema without ``type`` (or with BFCL's ``"dict"``) is typed ``object``, an object
-without ``properties`` gets empty ones (OpenAI refuses it otherwise), and a schema of another type (a
-catalog defect) becomes the single required argument ``input``. Descriptions are cut to 1,024 characters
-for OpenAI, the limit its API enforced (OpenAI-compatible servers still may); ``max_description`` changes
-it. Loading the definitions back with ``load_catalog`` gives the same names, descriptions and parameters
-(OpenAI's ``strict`` and MCP's ``title``, ``annotations``, ``outputSchema`` and ``_meta`` included).
+without ``properties`` (or with ``null`` ones) gets empty ones (OpenAI refuses it otherwise), a
+``required`` that is not a list of names is made one, and a schema of another type (a catalog defect)
+becomes the single required argument ``input`` (its ``$defs``/``definitions`` kept at the root).
+Descriptions are cut to 1,024 characters for OpenAI, the limit its API enforced (OpenAI-compatible
+servers still may); ``max_description`` changes it. Loading the definitions back with ``load_catalog``
+gives the same names, descriptions and parameters (OpenAI's ``strict`` and MCP's ``title``,
+``annotations``, ``outputSchema`` and ``_meta`` included).
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ __all__ = [
 ExportFormat = Literal["openai", "openai_responses", "anthropic", "mcp"]
 FORMATS: tuple[str, ...] = get_args(ExportFormat)
 
+_DEFINITIONS = ("$defs", "definitions")  # where JSON-schema references point ("#/$defs/name")
 _HASH_DIGITS = 8  # 32 bits: a clash between two ids of one list is then a one-in-four-billion event
 
 
@@ -247,5 +250,18 @@ def _object_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "dict" or (isinstance(kind, list) and "object" in kind):  # BFCL's name; ["object", "null"]
         kind = "object"
     if kind != "object":  # a schema of one value: the APIs take named arguments, so it is the one, "input"
-        return {"type": "object", "properties": {"input": dict(parameters)}, "required": ["input"]}
-    return {"type": "object", "properties": {}, **schema}
+        value = dict(parameters)
+        # its definitions stay at the root, where its "#/$defs/..." references point
+        defs = {key: value.pop(key) for key in _DEFINITIONS if key in value}
+        return {"type": "object", "properties": {"input": value}, "required": ["input"], **defs}
+    # OpenAI and Anthropic refuse "properties" that is not an object (null, a list) and "required" that
+    # is not a list of names: the first becomes empty, a lone name a list of it, other values are dropped
+    properties = schema.pop("properties", None)
+    out = {"type": "object", "properties": properties if isinstance(properties, Mapping) else {}, **schema}
+    if "required" in out:
+        required = out.pop("required")
+        if isinstance(required, str):
+            out["required"] = [required]
+        elif isinstance(required, list):
+            out["required"] = [name for name in required if isinstance(name, str)]
+    return out
