@@ -104,6 +104,10 @@ def test_retrievers_share_catalog_and_health_through_redis(redis_url):
         ("prior", b"nope", r"damaged prior for tool 'a': not valid JSON", "catalog"),
         ("prior", b"[0.5]", r"damaged prior for tool 'a'", "catalog"),
         ("emb", b"\x00\x00", r"incomplete record for tool 'a'", "catalog"),
+        # a record that is not UTF-8: refused naming the tool, as SQLite refuses one that is not text (an
+        # UnicodeDecodeError before, which stopped the service's start-up with a traceback)
+        ("tools", b"\xff\xfe{", r"damaged record for tool 'a': not UTF-8 text", "catalog"),
+        ("order", b"\xff", r"damaged catalog order: a tool id is not UTF-8 text", "catalog"),
         ("log", b"junk", r"damaged outcome log entry", "log"),
     ],
 )
@@ -120,6 +124,8 @@ def test_damaged_stored_data_is_an_index_format_error_naming_the_url(redis_url, 
     raw = redis.Redis.from_url(redis_url)
     if key == "meta":
         raw.set(f"{ns}:meta", value)
+    elif key == "order":
+        raw.zadd(f"{ns}:order", {value: 5})
     elif key == "log":
         raw.rpush(f"{ns}:log", value)
     else:

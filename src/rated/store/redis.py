@@ -307,7 +307,12 @@ class RedisStore:
             return pipe.execute()
 
         order, tools, emb, prior = self._call(read)
-        ids = tuple(i.decode() for i in order)
+        try:
+            ids = tuple(i.decode() for i in order)
+        except UnicodeDecodeError:
+            raise IndexFormatError(
+                f"{self._where}: damaged catalog order: a tool id is not UTF-8 text"
+            ) from None
         dim = len(emb.get(order[0], b"")) // 4 if ids else empty_catalog_dim(self.get_meta())
         matrix = np.empty((len(ids), dim), dtype=np.float32)
         priors = np.empty(len(ids), dtype=np.float32)
@@ -329,7 +334,15 @@ class RedisStore:
                 raise IndexFormatError(f"{self._where}: damaged prior for tool {tool_id!r}")
             priors[i] = entry[0]
             details.append(entry[1])
-        return StoredCatalog(ids, tuple(tools[i].decode() for i in order), matrix, priors, tuple(details))
+        records = []
+        for tool_id, raw_id in zip(ids, order, strict=True):  # validated when parsed (rated.stored_tool)
+            try:
+                records.append(tools[raw_id].decode())
+            except UnicodeDecodeError:
+                raise IndexFormatError(
+                    f"{self._where}: damaged record for tool {tool_id!r}: not UTF-8 text"
+                ) from None
+        return StoredCatalog(ids, tuple(records), matrix, priors, tuple(details))
 
     def put_tools(
         self,
