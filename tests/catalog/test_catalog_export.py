@@ -301,6 +301,22 @@ def test_renamed_tools_come_back_under_the_names_they_were_called_by():
                 "$defs": {"City": {"type": "string"}},
             },
         ),
+        (  # a named schema (zod-to-json-schema): the object it names is put at the root
+            {
+                "$ref": "#/definitions/Args",
+                "definitions": {"Args": {"type": "object", "properties": {"q": {}}, "required": ["q"]}},
+            },
+            {
+                "type": "object",
+                "properties": {"q": {}},
+                "required": ["q"],
+                "definitions": {"Args": {"type": "object", "properties": {"q": {}}, "required": ["q"]}},
+            },
+        ),
+        (  # a reference to nothing it defines is left as it is
+            {"$ref": "#/$defs/Missing", "$defs": {}},
+            {"type": "object", "properties": {}, "$ref": "#/$defs/Missing", "$defs": {}},
+        ),
     ],
 )
 def test_malformed_object_schemas_are_made_ones_the_apis_take(parameters, schema):

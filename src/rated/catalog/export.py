@@ -18,7 +18,8 @@ every process. ``ToolDefinitions.tool_id(name)`` maps the name the model called 
 Parameters are always a JSON-schema object, as the APIs require: none becomes ``{"type": "object",
 "properties": {}}``, a schema without ``type`` (or with BFCL's ``"dict"``) is typed ``object``, an object
 without ``properties`` (or with ``null`` ones) gets empty ones (OpenAI refuses it otherwise), a
-``required`` that is not a list of names is made one, and a schema of another type (a catalog defect)
+``required`` that is not a list of names is made one, a schema that only references one of its own
+definitions is that definition, and a schema of another type (a catalog defect)
 becomes the single required argument ``input`` (its ``$defs``/``definitions`` kept at the root).
 Descriptions are cut to 1,024 characters for OpenAI, the limit its API enforced (OpenAI-compatible
 servers still may); ``max_description`` changes it. Loading the definitions back with ``load_catalog``
@@ -245,6 +246,7 @@ def _definition(tool: Tool, name: str, format: str, description: str) -> dict[st
 
 def _object_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:
     """``parameters`` as the JSON-schema object every function-calling API requires (a copy)."""
+    parameters = _named_root(parameters)
     schema = dict(parameters)
     kind = schema.pop("type", "object")
     if kind == "dict" or (isinstance(kind, list) and "object" in kind):  # BFCL's name; ["object", "null"]
@@ -265,3 +267,18 @@ def _object_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:
         elif isinstance(required, list):
             out["required"] = [name for name in required if isinstance(name, str)]
     return out
+
+
+def _named_root(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A schema that is only a reference to one of its own definitions (``{"$ref": "#/definitions/Args",
+    "definitions": {...}}``, as zod-to-json-schema writes a named schema) as the schema it names, its
+    definitions kept: the APIs read the arguments' object at the root, not behind a reference."""
+    ref = parameters.get("$ref")
+    for key in _DEFINITIONS if isinstance(ref, str) else ():
+        defs, prefix = parameters.get(key), f"#/{key}/"
+        target = (
+            defs.get(ref[len(prefix) :]) if ref.startswith(prefix) and isinstance(defs, Mapping) else None
+        )
+        if isinstance(target, Mapping):
+            return {**target, **{k: v for k, v in parameters.items() if k != "$ref"}}
+    return parameters
