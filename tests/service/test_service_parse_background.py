@@ -32,3 +32,21 @@ def test_records_are_parsed_in_the_background_and_a_damaged_one_is_logged(tmp_pa
         damaged = client.get("/tools/t3")  # a server-side fault, named: the rest is served
         assert damaged.status_code == 500 and damaged.json()["error"] == "IndexFormatError"
         assert "stored record of tool 't3' is invalid" in damaged.json()["detail"]
+
+
+def test_a_retriever_reopened_after_a_rebuild_is_parsed_in_the_background_too(tmp_path):
+    path = tmp_path / "re.db"
+    tools = [Tool(id=f"t{i}", name=f"tool_{i}", description=f"send message variant {i}") for i in range(30)]
+    Retriever.from_catalog(tools, db=path, encoder=HashEncoder(64)).close()
+    app = create_app(Settings(db=str(path)))
+    with TestClient(app) as client:
+        app.state.parsing.join(timeout=30)
+        first = app.state.parsing
+        Retriever.from_catalog(
+            tools, db=path, encoder=HashEncoder(32), overwrite=True
+        ).close()  # rated index --force
+        assert client.post("/retrieve", json={"query": "send message", "k": 1}).status_code == 200  # reopens
+        assert app.state.parsing is not first
+        app.state.parsing.join(timeout=30)
+        entries = app.state.serving.current._tools
+        assert app.state.serving.current.meta.encoder.dim == 32 and all(e.parsed for e in entries)

@@ -58,15 +58,21 @@ def create_app(
         stop = threading.Event()
         try:
             first.index  # noqa: B018 - build the index before the first request
-            serving = app.state.serving = Reopening(
-                first, restart_hint=_RESTART_HINT, on_reopen=app.state.metrics.reopens.inc
-            )
+
+            def parse_in_background(target: Retriever) -> None:  # Retriever.parse_tools, off the request path
+                app.state.parsing = threading.Thread(
+                    target=_parse_in_background, args=(target, stop), name="rated-parse-tools", daemon=True
+                )
+                app.state.parsing.start()
+
+            def reopened() -> None:  # a retriever reopened after a rebuild has parsed no record either
+                app.state.metrics.reopens.inc()
+                parse_in_background(serving.current)
+
+            serving = app.state.serving = Reopening(first, restart_hint=_RESTART_HINT, on_reopen=reopened)
             # a scrape never reopens a rebuilt index (seconds with a real encoder): NaN until a request does
             app.state.metrics.watch_catalog(lambda: serving.probe(_catalog_health))
-            parsing = app.state.parsing = threading.Thread(
-                target=_parse_in_background, args=(first, stop), name="rated-parse-tools", daemon=True
-            )
-            parsing.start()
+            parse_in_background(first)
             yield
         finally:
             stop.set()
