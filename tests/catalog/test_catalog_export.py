@@ -170,6 +170,7 @@ def test_shapes_of_each_format():
                 "type": "object",
                 "properties": {"input": {"type": "string", "description": "a city"}},
                 "required": ["input"],
+                "additionalProperties": False,  # closed: OpenAI's strict mode requires it of every object
             },
         ),
     ],
@@ -298,6 +299,7 @@ def test_renamed_tools_come_back_under_the_names_they_were_called_by():
                 "type": "object",
                 "properties": {"input": {"type": "array", "items": {"$ref": "#/$defs/City"}}},
                 "required": ["input"],
+                "additionalProperties": False,
                 "$defs": {"City": {"type": "string"}},
             },
         ),

@@ -255,7 +255,9 @@ def _object_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:
         value = dict(parameters)
         # its definitions stay at the root, where its "#/$defs/..." references point
         defs = {key: value.pop(key) for key in _DEFINITIONS if key in value}
-        return {"type": "object", "properties": {"input": value}, "required": ["input"], **defs}
+        # closed, as OpenAI's strict mode requires of every object (and true of this one in any mode)
+        wrapper = {"properties": {"input": value}, "required": ["input"], "additionalProperties": False}
+        return {"type": "object", **wrapper, **defs}
     # OpenAI and Anthropic refuse "properties" that is not an object (null, a list) and "required" that
     # is not a list of names: the first becomes empty, a lone name a list of it, other values are dropped
     properties = schema.pop("properties", None)
