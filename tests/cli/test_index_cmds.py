@@ -240,3 +240,24 @@ def test_markup_in_ids_and_queries_is_printed_literally(tmp_path, capsys):
     assert code == 0 and json.loads(out)["outcome"] == "tool_error"  # as stored, not as typed
     code, out, _ = run(capsys, "tools", "--db", db)
     assert code == 0 and "x[/]" in out and "[red]y" in out
+
+
+def test_index_chooses_the_dense_index(tmp_path, capsys):
+    """--dense / --hnsw-threshold reach the stored settings (an HNSW graph for a catalog of any size), and
+    a bad threshold is one line and exit 2 with nothing stored."""
+    from rated.retriever import Retriever
+
+    path = tmp_path / "cat.jsonl"
+    path.write_text("\n".join(json.dumps(t) for t in CATALOG) + "\n")
+    db = tmp_path / "h.db"
+    code, _, _ = run(capsys, "index", str(path), "--db", str(db), "--encoder", "hash-64", "--json",
+                     "--dense", "auto", "--hnsw-threshold", "2")  # fmt: skip
+    assert code == 0
+    with Retriever.open(db) as r:
+        assert r.meta.semantic["dense_kind"] == "auto" and r.meta.semantic["hnsw_threshold"] == 2
+        assert r.index.dense.kind == "hnsw"  # 3 tools > 2
+        assert r.retrieve("weather in Paris", k=1)[0].id == "weather"
+    code, _, err = run(capsys, "index", str(path), "--db", str(tmp_path / "bad.db"), "--encoder", "hash-64",
+                       "--hnsw-threshold", "-1")  # fmt: skip
+    assert code == 2 and "hnsw_threshold" in err and "Traceback" not in err
+    assert not (tmp_path / "bad.db").exists()

@@ -40,6 +40,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy", default="rated", help="re-ranking policy (see rated.policy.POLICIES)")
     p.add_argument("--candidates", type=int, default=10, help="semantic top-K the policy re-ranks (10)")
     p.add_argument("--force", action="store_true", help="replace an index already in --db")
+    p.add_argument(
+        "--dense",
+        choices=["auto", "flat", "hnsw"],
+        default=None,
+        help="dense index: exact 'flat', approximate 'hnsw', or 'auto' (hnsw above --hnsw-threshold tools)",
+    )
+    p.add_argument(
+        "--hnsw-threshold", type=int, default=None, help="catalog size above which 'auto' uses HNSW (200000)"
+    )
     _json(p)
     p.set_defaults(handler=_index)
 
@@ -120,6 +129,8 @@ def _index(args: argparse.Namespace) -> int:
     from rated.retriever import Retriever
     from rated.retriever_setup import describe_db
 
+    given = {"dense_kind": args.dense, "hnsw_threshold": args.hnsw_threshold}
+    semantic = {key: value for key, value in given.items() if value is not None}  # else the defaults
     encoder = _encoder(args.encoder, progress=not args.json)
     start = time.perf_counter()
     with Retriever.from_catalog(
@@ -130,6 +141,7 @@ def _index(args: argparse.Namespace) -> int:
         candidates=args.candidates,
         overwrite=args.force,
         progress=not args.json,
+        **({"semantic": semantic} if semantic else {}),
     ) as r:
         seconds = time.perf_counter() - start
         summary = {
