@@ -63,3 +63,32 @@ def store_contents():
             store.close()
 
     return read
+
+
+class _Clock:
+    """A clock a test sets: ``clock.t`` is now (seconds), so fading and cool-downs need no sleeping."""
+
+    def __init__(self, t: float = 1000.0) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+@pytest.fixture
+def clock() -> _Clock:
+    """A settable clock starting at 1000.0 (pass it as a retriever's ``clock=``, move ``clock.t``)."""
+    return _Clock()
+
+
+@pytest.fixture
+def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Ids whose stored tool record was parsed (``rated.stored_tool.parse_record``), in order."""
+    from rated import stored_tool
+
+    seen: list[str] = []
+    real = stored_tool.parse_record
+    monkeypatch.setattr(
+        stored_tool, "parse_record", lambda rec, tid, where: seen.append(tid) or real(rec, tid, where)
+    )
+    return seen

@@ -37,19 +37,6 @@ def catalog() -> list[Tool]:
     ]
 
 
-class Clock:
-    def __init__(self, t: float = 1000.0):
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
 @pytest.fixture
 def retriever(clock):
     r = Retriever.from_catalog(catalog(), encoder=HashEncoder(64), clock=clock)

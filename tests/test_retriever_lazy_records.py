@@ -8,7 +8,6 @@ import sqlite3
 import pytest
 
 from rated import Tool
-from rated import stored_tool as module
 from rated.encode.testing import HashEncoder
 from rated.errors import IndexFormatError
 from rated.retriever import Retriever
@@ -52,35 +51,24 @@ def db(tmp_path):
     return path
 
 
-@pytest.fixture
-def parsed(monkeypatch) -> list[str]:
-    """Ids whose stored record was parsed, in order."""
-    seen: list[str] = []
-    real = module.parse_record
-    monkeypatch.setattr(
-        module, "parse_record", lambda rec, tid, where: seen.append(tid) or real(rec, tid, where)
-    )
-    return seen
-
-
 def damage(path, tool_id: str, record: str = '{"id": "broken"') -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE tools SET record = ? WHERE id = ?", (record, tool_id))
     conn.close()
 
 
-def test_open_parses_no_record_and_a_search_only_its_candidates(db, parsed):
+def test_open_parses_no_record_and_a_search_only_its_candidates(db, parses):
     with Retriever.open(db, clock=clock) as r:
-        assert parsed == []
+        assert parses == []
         r.retrieve(QUERIES[1], k=3)
-        first = list(parsed)
+        first = list(parses)
         assert 0 < len(first) <= r.meta.candidates and len(set(first)) == len(first)
         r.retrieve(QUERIES[1], k=3)
-        assert parsed == first  # kept
+        assert parses == first  # kept
         r.feedback("t30", "success")
-        assert parsed[-1] == "t30" or "t30" in first
+        assert parses[-1] == "t30" or "t30" in first
         listing = r.tools(stats=False)
-        assert sorted(parsed) == sorted(f"t{i}" for i in range(N))  # each record once
+        assert sorted(parses) == sorted(f"t{i}" for i in range(N))  # each record once
         assert [t.tool.id for t in listing] == [f"t{i}" for i in range(N)]
 
 
@@ -168,7 +156,7 @@ def test_without_a_lexical_index_only_the_queries_that_meet_the_damaged_tool_fai
                 assert [(h.id, h.score) for h in r.retrieve(q)] == want
 
 
-def test_parse_tools_validates_every_record_once_counts_the_damaged_and_stops_when_asked(db, parsed):
+def test_parse_tools_validates_every_record_once_counts_the_damaged_and_stops_when_asked(db, parses):
     """What a service runs in the background after start-up, so that its first full listing (under the
     retriever's lock) does not pay for every record at once."""
     import threading
@@ -177,10 +165,10 @@ def test_parse_tools_validates_every_record_once_counts_the_damaged_and_stops_wh
     with Retriever.open(db, clock=clock) as r:
         stop = threading.Event()
         stop.set()
-        assert r.parse_tools(stop) == 0 and parsed == []  # stopped before the first record
+        assert r.parse_tools(stop) == 0 and parses == []  # stopped before the first record
         assert r.parse_tools() == 1  # t7
-        assert sorted(parsed) == sorted(f"t{i}" for i in range(N))
-        assert r.parse_tools() == 1 and parsed.count("t7") == 2 and parsed.count("t1") == 1  # kept
+        assert sorted(parses) == sorted(f"t{i}" for i in range(N))
+        assert r.parse_tools() == 1 and parses.count("t7") == 2 and parses.count("t1") == 1  # kept
         with pytest.raises(IndexFormatError, match="'t7'"):
             r.tool("t7")
         assert r.tool("t8").id == "t8"

@@ -19,21 +19,8 @@ QUERY = "weather forecast for a city"
 REQUEST = httpx.Request("GET", "https://weather.invalid/forecast")
 
 
-class Clock:
-    def __init__(self, t: float = 1000.0) -> None:
-        self.t = t
-
-    def __call__(self) -> float:
-        return self.t
-
-
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def r(clock: Clock):
+def r(clock):
     tools = [
         Tool(id="weather", name="weather_forecast", description="Weather forecast for a city"),
         Tool(id="weather.b", name="forecast", description="Weather forecast for a city, daily"),
@@ -74,7 +61,7 @@ def test_success_and_failures_reach_the_log_and_the_counts(r: Retriever) -> None
     assert (stats.successes, stats.failures, stats.caller_errors) == (1, 3, 0)
 
 
-def test_caller_errors_never_demote_the_tool(r: Retriever, clock: Clock) -> None:
+def test_caller_errors_never_demote_the_tool(r: Retriever, clock) -> None:
     before = scores(r)
 
     class Forecast(pydantic.BaseModel):
@@ -97,7 +84,7 @@ def test_caller_errors_never_demote_the_tool(r: Retriever, clock: Clock) -> None
     assert health.healthy and health.stats.caller_errors == 12 and health.stats.failures == 0
 
 
-def test_the_same_failures_reported_as_tool_errors_do_demote(r: Retriever, clock: Clock) -> None:
+def test_the_same_failures_reported_as_tool_errors_do_demote(r: Retriever, clock) -> None:
     before = scores(r)
     for _ in range(3):
         with pytest.raises(httpx.HTTPStatusError), r.track("weather", query=QUERY):
@@ -106,7 +93,7 @@ def test_the_same_failures_reported_as_tool_errors_do_demote(r: Retriever, clock
     assert scores(r)["weather"] < before["weather"]
 
 
-def test_a_429_with_retry_after_blocks_the_tool_that_long_and_no_longer(r: Retriever, clock: Clock) -> None:
+def test_a_429_with_retry_after_blocks_the_tool_that_long_and_no_longer(r: Retriever, clock) -> None:
     before = scores(r)
     with pytest.raises(httpx.HTTPStatusError), r.track("weather", query=QUERY):
         raise http_error(429, {"Retry-After": "30"})
@@ -120,7 +107,7 @@ def test_a_429_with_retry_after_blocks_the_tool_that_long_and_no_longer(r: Retri
     assert scores(r) == pytest.approx(before)  # not held against it
 
 
-def test_report_status_for_a_client_that_returns_responses(r: Retriever, clock: Clock) -> None:
+def test_report_status_for_a_client_that_returns_responses(r: Retriever, clock) -> None:
     with r.track("weather", query=QUERY) as call:
         response = httpx.Response(503, headers={"Retry-After": "10"}, request=REQUEST)  # no raise
         call.report_status(response.status_code, response.headers)
@@ -182,7 +169,7 @@ def test_the_tool_removed_while_it_ran(r: Retriever, caplog: pytest.LogCaptureFi
     assert caplog.text.count("could not report the outcome") == 2
 
 
-def test_async_tracking(r: Retriever, clock: Clock) -> None:
+def test_async_tracking(r: Retriever, clock) -> None:
     async def forecast(city: str) -> str:
         await asyncio.sleep(0)
         return f"{city}: rain"

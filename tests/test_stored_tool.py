@@ -8,23 +8,11 @@ import threading
 import pytest
 
 from rated import Tool
-from rated import stored_tool as module
 from rated.errors import IndexFormatError
 from rated.stored_tool import StoredTool, parse_record, record_digest
 
 TOOL = Tool(id="w", name="getWeather", description="Weather by city", provider="owm", tags=("weather",))
 RECORD = TOOL.model_dump_json()
-
-
-@pytest.fixture
-def parses(monkeypatch) -> list[str]:
-    """Ids whose record was parsed."""
-    seen: list[str] = []
-    real = module.parse_record
-    monkeypatch.setattr(
-        module, "parse_record", lambda rec, tid, where: seen.append(tid) or real(rec, tid, where)
-    )
-    return seen
 
 
 def test_the_record_is_parsed_on_the_first_read_only_and_then_dropped(parses):
