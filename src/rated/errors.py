@@ -104,12 +104,14 @@ class QueryError(RatedError, ValueError):
 class UnknownToolError(RatedError, KeyError):
     """A tool id is not in the catalog."""
 
-    def __init__(self, tool_id: str):
+    def __init__(self, tool_id: str, where: str = ""):
         self.tool_id = tool_id
+        self.where = where  # what named it, when not the call's own tool id argument (a filter key)
         super().__init__(tool_id)
 
     def __str__(self) -> str:
-        return f"unknown tool id: {shown(self.tool_id)}"  # short, whatever was passed as the id
+        prefix = f"{self.where}: " if self.where else ""
+        return f"{prefix}unknown tool id: {shown(self.tool_id)}"  # short, whatever was passed as the id
 
 
 class UnknownToolNameError(UnknownToolError):

@@ -66,6 +66,7 @@ from rated.store.meta import EncoderIdentity, IndexMeta
 from rated.store.open import open_store
 from rated.store.rows import other_spellings
 from rated.stored_tool import StoredTool, record_digest
+from rated.tool_filter import PoolFilter, ToolFilter
 from rated.tracking import AsyncTrackedCall, TrackedCall
 
 __all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "SyncReport", "ToolHealth"]
@@ -251,18 +252,27 @@ class Retriever:
         )
 
     # ---- retrieval ---------------------------------------------------------------------------------
-    def retrieve(self, query: str, k: int = 5) -> list[Hit]:
-        """The best ``k`` tools for ``query``, re-ranked by the policy (never empty for a non-empty pool)."""
+    def retrieve(
+        self, query: str, k: int = 5, *, where: ToolFilter | Mapping[str, Any] | None = None
+    ) -> list[Hit]:
+        """The best ``k`` tools for ``query``, re-ranked by the policy (never empty for a non-empty pool).
+
+        ``where`` (a ``ToolFilter`` or a mapping of its keys: ``tools``, ``exclude``, ``source``, ``tags``,
+        ``provider``, ``auth``) ranks only the tools it allows: empty when it allows none."""
         self._check_query(query)
         k = _check_k(k)
+        where = ToolFilter.parse(where)
         vec = self._encode_queries([query])[0]
         with self._lock:
             self._refresh()
-            pos, sem = self._search_index().search(query, vec, max(self._meta.candidates, k))
+            allowed = self._allowed(where)
+            pos, sem = self._search_index().search(query, vec, max(self._meta.candidates, k), allowed)
             return self._rank(pos, sem, vec, k)
 
-    def retrieve_many(self, queries: Sequence[str], k: int = 5) -> list[list[Hit]]:
-        """``retrieve`` for a batch of queries (encoded together)."""
+    def retrieve_many(
+        self, queries: Sequence[str], k: int = 5, *, where: ToolFilter | Mapping[str, Any] | None = None
+    ) -> list[list[Hit]]:
+        """``retrieve`` for a batch of queries (encoded together), each under the same ``where``."""
         if isinstance(queries, str) or not isinstance(queries, Iterable):
             raise QueryError(f"retrieve_many takes a list of queries, got {type(queries).__name__}")
         try:
@@ -275,13 +285,23 @@ class Retriever:
             except QueryError as exc:  # name the culprit: the batch may hold thousands
                 raise QueryError(f"queries[{i}]: {exc}") from None
         k = _check_k(k)
+        where = ToolFilter.parse(where)
         if not queries:
             return []
         vecs = self._encode_queries(queries)
         with self._lock:
             self._refresh()
-            pos, sem = self._search_index().search_many(queries, vecs, max(self._meta.candidates, k))
+            allowed = self._allowed(where)
+            pos, sem = self._search_index().search_many(queries, vecs, max(self._meta.candidates, k), allowed)
             return [self._rank(pos[i], sem[i], vecs[i], k) for i in range(len(queries))]
+
+    def _allowed(self, where: ToolFilter | None) -> np.ndarray | None:
+        """The sorted positions ``where`` allows in the current pool (call with the lock held)."""
+        if where is None:
+            return None
+        if self._pool_filter is None:
+            self._pool_filter = PoolFilter(self._tools, self._position)
+        return self._pool_filter.positions(where)
 
     def _rank(self, pos: np.ndarray, sem: np.ndarray, vec: np.ndarray, k: int) -> list[Hit]:
         if len(pos) == 0:
@@ -326,13 +346,17 @@ class Retriever:
     # ---- asyncio -----------------------------------------------------------------------------------
     # Agents built on asyncio must not block their event loop on the encoder (milliseconds) or on a store
     # write (a lock wait): these run the same calls in a worker thread (the retriever is thread-safe).
-    async def aretrieve(self, query: str, k: int = 5) -> list[Hit]:
+    async def aretrieve(
+        self, query: str, k: int = 5, *, where: ToolFilter | Mapping[str, Any] | None = None
+    ) -> list[Hit]:
         """``retrieve``, awaitable: runs in a worker thread."""
-        return await asyncio.to_thread(self.retrieve, query, k)
+        return await asyncio.to_thread(partial(self.retrieve, query, k, where=where))
 
-    async def aretrieve_many(self, queries: Sequence[str], k: int = 5) -> list[list[Hit]]:
+    async def aretrieve_many(
+        self, queries: Sequence[str], k: int = 5, *, where: ToolFilter | Mapping[str, Any] | None = None
+    ) -> list[list[Hit]]:
         """``retrieve_many``, awaitable: runs in a worker thread."""
-        return await asyncio.to_thread(self.retrieve_many, queries, k)
+        return await asyncio.to_thread(partial(self.retrieve_many, queries, k, where=where))
 
     async def afeedback(
         self,
@@ -869,6 +893,7 @@ class Retriever:
         """The pool in index order: entries (``StoredTool``: what is returned is their ``.tool``), ids,
         positions and priors; no record is parsed."""
         self._tools = list(tools)
+        self._pool_filter: PoolFilter | None = None  # built by the first filtered query of this pool
         self._ids = [t.id for t in self._tools]
         self._by_id = dict(zip(self._ids, self._tools, strict=True))
         self._position = dict(zip(self._ids, range(len(self._ids)), strict=True))

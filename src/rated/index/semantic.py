@@ -282,29 +282,51 @@ class SemanticIndex:
             return normalise(raw, "bound", self._lexical.score_bound(query))
         return normalise(raw, method)
 
-    def _candidates(self, query: str, query_vec: np.ndarray | None, at_least: int = 0) -> np.ndarray | None:
-        """Positions to score exactly when the dense index is approximate; ``None`` means all.
+    def _candidates(
+        self,
+        query: str,
+        query_vec: np.ndarray | None,
+        at_least: int = 0,
+        allowed: np.ndarray | None = None,
+    ) -> np.ndarray | None:
+        """Positions to score exactly; ``None`` means all (a flat dense index scores the whole pool).
 
-        At least ``min(at_least, len(self))`` of them: each retriever is asked for ``max(candidates,
-        at_least)``; when their union is still short (an HNSW graph need not reach every node), all."""
-        if self._dense.kind == "flat":
-            return None
+        ``allowed`` (sorted positions, a filter's) restricts them: all of them when the dense index is
+        flat or when they are few. With an approximate index, each retriever is asked for
+        ``max(candidates, at_least)`` (more in proportion when a filter keeps a fraction of the pool);
+        when their union is still short of ``min(at_least, pool)`` (an HNSW graph need not reach every
+        node), all."""
         n = max(self.config.candidates, int(at_least))
+        if self._dense.kind == "flat" or (allowed is not None and len(allowed) <= n):
+            return allowed
+        pool = len(self) if allowed is None else len(allowed)
+        wide = n if allowed is None else min(len(self), -(-n * len(self) // max(pool, 1)))
         parts = []
         if query_vec is not None:
-            pos, _ = self._dense.search(query_vec, n)
+            pos, _ = self._dense.search(query_vec, wide)
             parts.append(pos[pos >= 0])
         if self._lexical is not None:
             lex = self._lexical.scores(query)
-            parts.append(top_k(lex, n)[0])
+            if allowed is None:
+                parts.append(top_k(lex, n)[0])
+            else:
+                parts.append(allowed[top_k(lex[allowed], n)[0]])
         cand = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
-        return None if len(cand) < min(int(at_least), len(self)) else cand
+        if allowed is not None:
+            cand = cand[np.isin(cand, allowed, assume_unique=True)]
+        return allowed if len(cand) < min(int(at_least), pool) else cand
 
     def scores(
-        self, query: str, query_vec: np.ndarray | None, at_least: int = 0
+        self,
+        query: str,
+        query_vec: np.ndarray | None,
+        at_least: int = 0,
+        allowed: np.ndarray | None = None,
     ) -> tuple[np.ndarray | None, np.ndarray]:
         """``(positions, S_sem)``: scored positions (``None``: the whole pool, in order) and their S_sem;
-        at least ``min(at_least, len(self))`` positions when the dense index is approximate."""
+        at least ``min(at_least, len(self))`` positions when the dense index is approximate. ``allowed``:
+        sorted positions (a filter's) that the scored ones are taken from. A lexical score normalised per
+        query is normalised over the whole pool, so that a filter does not change S_sem."""
         if not isinstance(query, str):
             raise QueryError(f"query must be a string, got {type(query).__name__}")
         cfg = self.config
@@ -312,7 +334,7 @@ class SemanticIndex:
         use_lex = self._lexical is not None and (cfg.dense_weight < 1 or not use_dense)
         if not use_dense and not use_lex:
             raise QueryError("this index needs a query embedding (it has no lexical part)")
-        cand = self._candidates(query, query_vec if use_dense else None, at_least)
+        cand = self._candidates(query, query_vec if use_dense else None, at_least, allowed)
         n = len(self) if cand is None else len(cand)
         dense = np.zeros(n, dtype=np.float32)
         lex = np.zeros(n, dtype=np.float32)
@@ -336,31 +358,35 @@ class SemanticIndex:
             return cand, fused
         return cand, np.clip(convex(np.clip(dense, 0.0, 1.0), lex, cfg.dense_weight), 0.0, 1.0)
 
-    def search(self, query: str, query_vec: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, query: str, query_vec: np.ndarray | None, k: int, allowed: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Top-``k`` positions into ``tool_ids`` (int64) and their ``S_sem`` (float32, best first).
 
         ``query_vec`` is the query's unit-norm embedding; ``None`` ranks by lexical evidence alone.
-        Fewer than ``k`` results come back only when the pool is smaller than ``k``.
+        ``allowed``: sorted positions (``rated.tool_filter``) the results are taken from; ``None``: all.
+        Fewer than ``k`` results come back only when the pool (or ``allowed``) is smaller than ``k``.
         """
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
-        if not len(self):
+        if not len(self) or (allowed is not None and not len(allowed)):
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        cand, s = self.scores(query, query_vec, at_least=k)
+        cand, s = self.scores(query, query_vec, at_least=k, allowed=allowed)
         pos, top = top_k(s, k)
         return (pos if cand is None else cand[pos]).astype(np.int64), top.astype(np.float32)
 
     def search_many(
-        self, queries: Sequence[str], query_vecs: np.ndarray | None, k: int
+        self, queries: Sequence[str], query_vecs: np.ndarray | None, k: int, allowed: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """``search`` for each query: ``(len(queries), min(k, len(pool)))`` positions and scores."""
+        """``search`` for each query: ``(len(queries), min(k, pool))`` positions and scores, the pool being
+        ``allowed`` when given."""
         if query_vecs is not None and len(query_vecs) != len(queries):
             raise ConfigError(f"{len(queries)} queries but {len(query_vecs)} query vectors")
-        width = min(int(k), len(self))
+        width = min(int(k), len(self) if allowed is None else len(allowed))
         pos = np.zeros((len(queries), width), dtype=np.int64)
         out = np.zeros((len(queries), width), dtype=np.float32)
         for i, query in enumerate(queries):
-            p, s = self.search(query, None if query_vecs is None else query_vecs[i], k)
+            p, s = self.search(query, None if query_vecs is None else query_vecs[i], k, allowed)
             pos[i], out[i] = p, s
         return pos, out
 

@@ -1,0 +1,184 @@
+"""Which tools a query may return: an agent's enabled tools, its platforms, tags, providers and auth kinds.
+
+An agent rarely may call every tool of a shared catalog: it has credentials for some providers, runs on
+one platform, or has just watched a tool fail and wants the next best one. ``retrieve(query, where=...)``
+ranks only the tools a ``ToolFilter`` allows, so the semantic top-K (what the policy re-ranks) is the
+top-K *of those tools*, not a post-filtered slice of the global one, which could come back short.
+
+Keys (all optional; a tool must pass every key given, and within a key any of the listed values):
+
+- ``tools``: only these tool ids; ``exclude``: never these ids (an unknown id is an error either way);
+- ``source``: the platforms (``langchain``, ``n8n``, ``mcp``, ...), ``tags``: any of these tags,
+  ``auth``: the auth kinds (``none``, ``api_key``, ``oauth2``, ``basic``, ``other``, ``unknown``) -
+  compared case-insensitively;
+- ``provider``: the providers (a tool without one is its own provider, under its id).
+
+S_sem of a tool does not depend on the filter (with the default convex fusion), so a filtered answer is
+the unfiltered ranking of the allowed tools.
+
+>>> f = ToolFilter.parse({"source": "LangChain", "exclude": ["tavily_search"]})
+>>> sorted(f.source), sorted(f.exclude)
+(['langchain'], ['tavily_search'])
+>>> ToolFilter.parse({}) is None  # no constraint: the plain search path
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from rated.catalog.schema import AuthType
+from rated.errors import QueryError, UnknownToolError
+from rated.shown import shown
+
+__all__ = ["FILTER_KEYS", "PoolFilter", "ToolFilter"]
+
+FILTER_KEYS = ("tools", "exclude", "source", "tags", "provider", "auth")
+_FOLDED = ("source", "tags", "auth")  # compared case-insensitively
+_AUTH_KINDS = frozenset(a.value for a in AuthType)
+
+
+@dataclass(frozen=True)
+class ToolFilter:
+    """Constraints on the tools a query may return; ``None`` for a key means "any" (see the module doc).
+
+    Each field takes a string or an iterable of strings and holds a frozenset; ``exclude`` defaults to
+    the empty set. An empty set for another key allows no tool (an agent with no enabled tools).
+    """
+
+    tools: frozenset[str] | None = None
+    exclude: frozenset[str] = frozenset()
+    source: frozenset[str] | None = None
+    tags: frozenset[str] | None = None
+    provider: frozenset[str] | None = None
+    auth: frozenset[str] | None = None
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None and f.name != "exclude":
+                continue
+            values = _strings(f.name, () if value is None else value)
+            if f.name in _FOLDED:
+                values = frozenset(v.casefold() for v in values)
+            object.__setattr__(self, f.name, values)
+        unknown = sorted(self.auth - _AUTH_KINDS) if self.auth is not None else []
+        if unknown:
+            raise QueryError(
+                f"filter 'auth': unknown auth kind(s) {shown(unknown)}; expected any of "
+                f"{', '.join(sorted(_AUTH_KINDS))}"
+            )
+
+    @classmethod
+    def parse(cls, value: ToolFilter | Mapping[str, Any] | None) -> ToolFilter | None:
+        """A filter from a ``ToolFilter``, a mapping of the keys above (JSON), or ``None``; ``None`` when
+        it constrains nothing, so that an empty filter costs nothing."""
+        if value is None:
+            return None
+        if not isinstance(value, ToolFilter):
+            if not isinstance(value, Mapping):
+                raise QueryError(
+                    f"a filter must be a mapping of {', '.join(FILTER_KEYS)}, got {type(value).__name__}"
+                )
+            unknown = [k for k in value if k not in FILTER_KEYS]
+            if unknown:
+                raise QueryError(
+                    f"unknown filter key(s) {shown(unknown)}; expected any of {', '.join(FILTER_KEYS)}"
+                )
+            value = cls(**{k: v for k, v in value.items() if v is not None})
+        return None if value.is_empty else value
+
+    @property
+    def is_empty(self) -> bool:
+        """True when every tool passes."""
+        return not self.exclude and all(
+            getattr(self, k) is None for k in ("tools", "source", "tags", "provider", "auth")
+        )
+
+    def as_dict(self) -> dict[str, list[str]]:
+        """The constraints given, as sorted lists (JSON; what ``parse`` reads back)."""
+        out = {
+            f.name: sorted(getattr(self, f.name)) for f in fields(self) if getattr(self, f.name) is not None
+        }
+        if not self.exclude:
+            out.pop("exclude")
+        return out
+
+
+def _strings(key: str, value: object) -> frozenset[str]:
+    if isinstance(value, str):
+        return frozenset((value,))
+    if isinstance(value, Mapping) or not isinstance(value, Iterable):
+        raise QueryError(f"filter {key!r} must be a string or a list of strings, got {type(value).__name__}")
+    items = list(value)
+    bad = [v for v in items if not isinstance(v, str)]
+    if bad:
+        raise QueryError(f"filter {key!r} must hold strings only, got {type(bad[0]).__name__} {bad[0]!r}")
+    return frozenset(items)
+
+
+class PoolFilter:
+    """A pool's tools by id, platform, tag, provider and auth kind, to turn a ``ToolFilter`` into positions.
+
+    Built for one pool (the retriever drops it when the pool changes). Ids and providers are read from the
+    stored entries at once; platforms, tags and auth kinds need each tool's record parsed, so they are
+    indexed the first time a filter asks for them.
+    """
+
+    def __init__(self, tools: Sequence[Any], position: Mapping[str, int]):
+        self._tools = tools
+        self._position = position
+        self._facets: dict[str, dict[str, np.ndarray]] = {}
+
+    def positions(self, where: ToolFilter) -> np.ndarray:
+        """Sorted positions of the tools ``where`` allows (int64; may be empty)."""
+        n = len(self._tools)
+        keep = np.ones(n, dtype=bool)
+        if where.tools is not None:
+            keep[:] = False
+            keep[self._ids_positions("tools", where.tools)] = True
+        if where.exclude:
+            keep[self._ids_positions("exclude", where.exclude)] = False
+        for key in ("source", "tags", "provider", "auth"):
+            wanted = getattr(where, key)
+            if wanted is None:
+                continue
+            facet = self._facet(key)
+            allowed = np.zeros(n, dtype=bool)
+            for value in wanted:
+                hit = facet.get(value)
+                if hit is not None:
+                    allowed[hit] = True
+            keep &= allowed
+        return np.flatnonzero(keep).astype(np.int64)
+
+    def _ids_positions(self, key: str, ids: frozenset[str]) -> list[int]:
+        unknown = sorted(i for i in ids if i not in self._position)
+        if unknown:
+            more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+            raise UnknownToolError(unknown[0], f"filter {key!r}{more}")
+        return [self._position[i] for i in ids]
+
+    def _facet(self, key: str) -> dict[str, np.ndarray]:
+        facet = self._facets.get(key)
+        if facet is None:
+            groups: dict[str, list[int]] = {}
+            for p, tool in enumerate(self._tools):
+                for value in _values(tool, key):
+                    groups.setdefault(value, []).append(p)
+            facet = self._facets[key] = {v: np.array(ps, dtype=np.int64) for v, ps in groups.items()}
+        return facet
+
+
+def _values(tool: Any, key: str) -> Iterable[str]:
+    if key == "provider":
+        return (tool.provider_key,)
+    if key == "source":
+        return (tool.source.casefold(),)
+    if key == "auth":
+        return (tool.auth.type.value,)
+    return {t.casefold() for t in tool.tags}

@@ -1,0 +1,90 @@
+"""ToolFilter: what a filter given as JSON or keywords means, and the pool positions it allows."""
+
+import numpy as np
+import pytest
+
+from rated import Tool
+from rated.catalog.schema import Auth
+from rated.errors import QueryError, UnknownToolError
+from rated.tool_filter import FILTER_KEYS, PoolFilter, ToolFilter
+
+POOL = [
+    Tool(
+        id="a",
+        name="a",
+        source="langchain",
+        tags=("Search", "web"),
+        provider="acme",
+        auth=Auth(type="api_key"),
+    ),
+    Tool(id="b", name="b", source="n8n", tags=("mail",), provider="acme", auth=Auth(type="none")),
+    Tool(id="c", name="c", source="LangChain", tags=("web",), auth=Auth(type="oauth2")),
+    Tool(id="d", name="d", source="mcp"),
+]
+
+
+def allowed(**where) -> list[str]:
+    pf = PoolFilter(POOL, {t.id: p for p, t in enumerate(POOL)})
+    return [POOL[p].id for p in pf.positions(ToolFilter(**where)).tolist()]
+
+
+def test_values_become_sets_and_names_are_compared_case_insensitively():
+    f = ToolFilter.parse({"source": "LangChain", "tags": ["Web", "MAIL"], "exclude": "x", "auth": "API_KEY"})
+    assert f == ToolFilter(source={"langchain"}, tags={"web", "mail"}, exclude={"x"}, auth={"api_key"})
+    assert f.as_dict() == {
+        "exclude": ["x"],
+        "source": ["langchain"],
+        "tags": ["mail", "web"],
+        "auth": ["api_key"],
+    }
+    assert ToolFilter.parse(f.as_dict()) == f
+    assert ToolFilter.parse(f) is f
+
+
+@pytest.mark.parametrize("empty", [None, {}, {"exclude": []}, {"tools": None}, ToolFilter()])
+def test_a_filter_that_constrains_nothing_is_none(empty):
+    assert ToolFilter.parse(empty) is None
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ({"sources": ["n8n"]}, "unknown filter key(s) ['sources']"),
+        ({"tags": 3}, "filter 'tags' must be a string or a list of strings, got int"),
+        ({"tags": {"a": 1}}, "filter 'tags' must be a string or a list of strings, got dict"),
+        ({"exclude": ["a", 7]}, "filter 'exclude' must hold strings only, got int 7"),
+        ({"auth": ["apikey"]}, "filter 'auth': unknown auth kind(s) ['apikey']"),
+        (["tools"], "a filter must be a mapping"),
+    ],
+)
+def test_malformed_filters_are_refused_naming_the_key(where, message):
+    with pytest.raises(QueryError, match="^" + __import__("re").escape(message)):
+        ToolFilter.parse(where)
+
+
+def test_each_key_and_their_conjunction():
+    assert allowed(tools={"a", "d"}) == ["a", "d"]
+    assert allowed(exclude={"a"}) == ["b", "c", "d"]
+    assert allowed(source={"langchain"}) == ["a", "c"]  # "LangChain" in the catalog too
+    assert allowed(tags={"web"}) == ["a", "c"]
+    assert allowed(tags={"search"}) == ["a"]  # the catalog's "Search"
+    assert allowed(provider={"acme"}) == ["a", "b"]
+    assert allowed(provider={"d"}) == ["d"]  # a tool without a provider is its own
+    assert allowed(auth={"unknown"}) == ["d"]
+    assert allowed(source={"langchain"}, tags={"web"}, exclude={"c"}) == ["a"]
+    assert allowed(tools={"a", "b"}, source={"mcp"}) == []
+    assert allowed(tools=set()) == []  # an agent with no tools enabled
+
+
+def test_unknown_ids_are_errors_naming_the_key():
+    with pytest.raises(UnknownToolError) as err:
+        allowed(exclude={"zz", "a", "yy"})
+    assert err.value.tool_id == "yy"
+    assert str(err.value) == "filter 'exclude' (and 1 more): unknown tool id: 'yy'"
+
+
+def test_positions_are_sorted_int64():
+    pf = PoolFilter(POOL, {t.id: p for p, t in enumerate(POOL)})
+    out = pf.positions(ToolFilter(tools={"d", "a", "c"}))
+    assert out.dtype == np.int64 and out.tolist() == [0, 2, 3]
+    assert set(FILTER_KEYS) == {"tools", "exclude", "source", "tags", "provider", "auth"}
