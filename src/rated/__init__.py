@@ -24,6 +24,7 @@ from rated.errors import (
 from rated.outcome import Outcome, OutcomeKind
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking
 from rated.retriever import Hit, Retriever, SyncReport, ToolHealth
+from rated.tool_filter import ToolFilter
 from rated.tracking import AsyncTrackedCall, TrackedCall
 
 __version__ = "0.1.0"
@@ -55,6 +56,7 @@ __all__ = [
     "Tool",
     "ToolDefinitions",
     "ToolExistsError",
+    "ToolFilter",
     "ToolHealth",
     "TrackedCall",
     "UnknownToolError",
