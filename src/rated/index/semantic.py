@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 LEXICAL_KINDS = ("bm25", "tfidf", "none")
+_EXACT_ALLOWED = 16  # a filter allowing at most this many times the candidates is scored exactly
 FUSIONS = ("convex", "rrf")
 
 
@@ -292,15 +293,21 @@ class SemanticIndex:
         """Positions to score exactly; ``None`` means all (a flat dense index scores the whole pool).
 
         ``allowed`` (sorted positions, a filter's) restricts them: all of them when the dense index is
-        flat or when they are few. With an approximate index, each retriever is asked for
-        ``max(candidates, at_least)`` (more in proportion when a filter keeps a fraction of the pool);
-        when their union is still short of ``min(at_least, pool)`` (an HNSW graph need not reach every
-        node), all."""
+        flat, when they are few (scoring a few thousand vectors exactly costs about what the lexical part
+        does anyway) or when the graph would have to be searched wide. With an approximate index, each
+        retriever is asked for ``max(candidates, at_least)``, plus the number of tools barred when few
+        are, else in proportion to the share allowed; when their union is still short of ``min(at_least,
+        pool)`` (an HNSW graph need not reach every node), all."""
         n = max(self.config.candidates, int(at_least))
-        if self._dense.kind == "flat" or (allowed is not None and len(allowed) <= n):
+        if self._dense.kind == "flat" or (allowed is not None and len(allowed) <= _EXACT_ALLOWED * n):
             return allowed
         pool = len(self) if allowed is None else len(allowed)
-        wide = n if allowed is None else min(len(self), -(-n * len(self) // max(pool, 1)))
+        # a few excluded tools (an agent skipping the ones that just failed) are likely the best matches:
+        # asking for that many more keeps n allowed ones; else ask in proportion to the share allowed
+        barred = len(self) - pool
+        wide = n + barred if barred <= len(self) // 4 else -(-n * len(self) // pool)
+        if wide > len(self) // 4:  # the graph would visit most of the pool: the allowed ones, exactly
+            return allowed
         parts = []
         if query_vec is not None:
             pos, _ = self._dense.search(query_vec, wide)
