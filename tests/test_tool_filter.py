@@ -88,3 +88,17 @@ def test_positions_are_sorted_int64():
     out = pf.positions(ToolFilter(tools={"d", "a", "c"}))
     assert out.dtype == np.int64 and out.tolist() == [0, 2, 3]
     assert set(FILTER_KEYS) == {"tools", "exclude", "source", "tags", "provider", "auth"}
+
+
+def test_a_pool_keeps_the_positions_of_its_recent_filters_read_only():
+    pf = PoolFilter(POOL, {t.id: p for p, t in enumerate(POOL)})
+    first = pf.positions(ToolFilter(source={"langchain"}))
+    assert (
+        pf.positions(ToolFilter.parse({"source": "LangChain"})) is first
+    )  # an equal filter: the same answer
+    with pytest.raises(ValueError):
+        first[0] = 3
+    for i in range(16):  # sixteen other filters push it out
+        pf.positions(ToolFilter(exclude={POOL[i % 4].id}, tags={f"tag{i}"}))
+    again = pf.positions(ToolFilter(source={"langchain"}))
+    assert again is not first and again.tolist() == first.tolist()

@@ -25,6 +25,7 @@ True
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
@@ -40,6 +41,7 @@ __all__ = ["FILTER_KEYS", "PoolFilter", "ToolFilter"]
 FILTER_KEYS = ("tools", "exclude", "source", "tags", "provider", "auth")
 _FOLDED = ("source", "tags", "auth")  # compared case-insensitively
 _AUTH_KINDS = frozenset(a.value for a in AuthType)
+_RECENT = 16  # filters whose positions a pool keeps
 
 
 @dataclass(frozen=True)
@@ -133,9 +135,26 @@ class PoolFilter:
         self._tools = tools
         self._position = position
         self._facets: dict[str, dict[str, np.ndarray]] = {}
+        self._recent: OrderedDict[ToolFilter, np.ndarray] = OrderedDict()
 
     def positions(self, where: ToolFilter) -> np.ndarray:
-        """Sorted positions of the tools ``where`` allows (int64; may be empty)."""
+        """Sorted positions of the tools ``where`` allows (int64, read-only; may be empty).
+
+        The last ``_RECENT`` filters' answers are kept: an agent sends the same enabled tools with every
+        query, and looking up thousands of ids costs milliseconds, hashing the filter microseconds (its
+        sets keep their hash, so reusing one ``ToolFilter`` object costs nearly nothing)."""
+        found = self._recent.get(where)
+        if found is not None:
+            self._recent.move_to_end(where)
+            return found
+        found = self._positions(where)
+        found.flags.writeable = False
+        self._recent[where] = found
+        if len(self._recent) > _RECENT:
+            self._recent.popitem(last=False)
+        return found
+
+    def _positions(self, where: ToolFilter) -> np.ndarray:
         n = len(self._tools)
         keep = np.ones(n, dtype=bool)
         if where.tools is not None:
