@@ -102,3 +102,10 @@ def test_a_pool_keeps_the_positions_of_its_recent_filters_read_only():
         pf.positions(ToolFilter(exclude={POOL[i % 4].id}, tags={f"tag{i}"}))
     again = pf.positions(ToolFilter(source={"langchain"}))
     assert again is not first and again.tolist() == first.tolist()
+
+
+def test_ids_match_in_either_unicode_normal_form():
+    pool = [Tool(id="caf\u00e9", name="cafe"), Tool(id="other", name="other")]
+    pf = PoolFilter(pool, {t.id: p for p, t in enumerate(pool)})
+    assert pf.positions(ToolFilter(exclude={"cafe\u0301"})).tolist() == [1]  # typed decomposed
+    assert pf.positions(ToolFilter(tools={"cafe\u0301", "other"})).tolist() == [0, 1]

@@ -35,6 +35,7 @@ import numpy as np
 from rated.catalog.schema import AuthType
 from rated.errors import QueryError, UnknownToolError
 from rated.shown import shown
+from rated.store.rows import other_normal_form
 
 __all__ = ["FILTER_KEYS", "PoolFilter", "ToolFilter"]
 
@@ -176,11 +177,18 @@ class PoolFilter:
         return np.flatnonzero(keep).astype(np.int64)
 
     def _ids_positions(self, key: str, ids: frozenset[str]) -> list[int]:
-        unknown = sorted(i for i in ids if i not in self._position)
-        if unknown:
-            more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
-            raise UnknownToolError(unknown[0], f"filter {key!r}{more}")
-        return [self._position[i] for i in ids]
+        position = self._position
+        found = [position.get(i) for i in ids]
+        if None in found:  # either Unicode normal form names a tool, as for feedback
+            found = [
+                position.get(other_normal_form(i)) if p is None else p
+                for i, p in zip(ids, found, strict=True)
+            ]
+            unknown = sorted(i for i, p in zip(ids, found, strict=True) if p is None)
+            if unknown:
+                more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+                raise UnknownToolError(unknown[0], f"filter {key!r}{more}")
+        return found  # type: ignore[return-value]
 
     def _facet(self, key: str) -> dict[str, np.ndarray]:
         facet = self._facets.get(key)

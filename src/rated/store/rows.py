@@ -19,6 +19,7 @@ __all__ = [
     "decode_meta",
     "decode_vector",
     "empty_catalog_dim",
+    "other_normal_form",
     "other_spellings",
     "refuse_clashes",
 ]
@@ -47,6 +48,13 @@ def check_tool_rows(
         raise ConfigError("put_tools: ids, records, embeddings and prior must have the same length")
     details = list(prior_detail) if prior_detail is not None else [{} for _ in ids]
     return emb, details
+
+
+def other_normal_form(text: str) -> str:
+    """``text`` in the other Unicode normal form (NFC <-> NFD): a terminal may type "é" either way, and
+    the catalog refuses ids that differ only so, so at most one tool matches."""
+    nfc = unicodedata.normalize("NFC", text)
+    return nfc if nfc != text else unicodedata.normalize("NFD", text)
 
 
 def other_spellings(ids: Iterable[str]) -> dict[str, str]:
