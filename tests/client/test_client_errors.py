@@ -43,6 +43,17 @@ def test_an_unknown_tool_id_is_unknown_tool_error_with_the_id(client):
         assert info.value.tool_id == "nope" and str(info.value) == "unknown tool id: 'nope'"
 
 
+@pytest.mark.parametrize(
+    ("detail", "tool_id"),
+    [("unknown tool id: 'gmail.send'", "gmail.send"), ("unknown tool id: 'a... (900 characters)", None)],
+)
+def test_an_unknown_id_the_request_did_not_name_is_read_from_the_message(detail, tool_id):
+    """A request that names ids elsewhere than the path or ``tool_id`` (a filter of ``retrieve``)."""
+    with pytest.raises(UnknownToolError) as info:
+        answering(404, {"error": "UnknownToolError", "detail": detail}).retrieve(QUERY)
+    assert info.value.tool_id == (tool_id or detail)
+
+
 def test_invalid_arguments_are_the_retrievers_classes_and_messages(client, retriever):
     with pytest.raises(QueryError) as remote:
         client.retrieve("x" * 20_000)

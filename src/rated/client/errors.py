@@ -13,6 +13,7 @@ that it may or may not have taken effect: a feedback must not be retried blindly
 
 from __future__ import annotations
 
+import ast
 import json
 
 import httpx
@@ -102,8 +103,8 @@ def error_from_answer(response: httpx.Response, url: str, tool_id: str | None = 
             status,
         )
     name, detail = error
-    if name in _UNKNOWN_TOOL and tool_id is not None:
-        return UnknownToolError(tool_id)
+    if name in _UNKNOWN_TOOL:  # the id the request named, else the one the message quotes
+        return UnknownToolError(tool_id if tool_id is not None else _quoted_id(detail))
     cls = _BY_NAME.get(name)
     if cls is not None and status < 500:
         return cls(detail)  # the caller's mistake: the message Retriever gives, as it is
@@ -130,6 +131,20 @@ def unreachable(exc: httpx.TransportError, url: str) -> ServiceUnreachableError:
     return ServiceUnreachableError(
         f"no answer from the rated service at {url}: {type(exc).__name__}: {what} ({effect})", url
     )
+
+
+def _quoted_id(detail: str) -> str:
+    """The id ``UnknownToolError``'s message quotes (``unknown tool id: 'x'``), or the whole message when
+    it quotes none whole (a long id is shown cut short)."""
+    prefix = "unknown tool id: "
+    if detail.startswith(prefix):
+        try:
+            quoted = ast.literal_eval(detail[len(prefix) :])
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            quoted = None
+        if isinstance(quoted, str):
+            return quoted
+    return detail
 
 
 def _rated_error(response: httpx.Response) -> tuple[str, str] | None:
