@@ -358,7 +358,7 @@ def test_the_awaitable_calls_do_what_the_plain_ones_do_off_the_event_loop():
     loop_thread: list[int] = []
     seen: list[int] = []
     real = r.retrieve
-    r.retrieve = lambda q, k=5: seen.append(threading.get_ident()) or real(q, k)  # type: ignore[method-assign]
+    r.retrieve = lambda q, k=5, **kw: seen.append(threading.get_ident()) or real(q, k, **kw)  # type: ignore[method-assign]
 
     async def agent() -> None:
         loop_thread.append(threading.get_ident())
