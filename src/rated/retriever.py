@@ -375,13 +375,16 @@ class Retriever:
         outcome: Outcome | OutcomeKind | str | bool,
         query: str | None = None,
         retry_after: float | None = None,
+        *,
+        probe: bool = False,
     ) -> None:
         """Report how a call of ``tool_id`` went; persisted (and shared) before this returns.
 
         ``outcome``: ``"success"``, ``"tool_error"``, ``"timeout"``, ``"rate_limited"``, ``"auth_error"``,
         ``"caller_error"`` (never counts against the tool), an ``Outcome``, or a bool. ``query`` (the
         request the tool was called for) lets the policy learn query-specific failures; ``retry_after``
-        (seconds) is a rate-limit hint.
+        (seconds) is a rate-limit hint. ``probe``: a health check no agent paid for (``rated.probing``):
+        it moves the policy's belief but is not written to the outcome log, whose counts are calls.
         """
         if not isinstance(tool_id, str) or not tool_id:
             raise UnknownToolError(tool_id)  # as passed: the message quotes it (short), str() may fail
@@ -403,9 +406,18 @@ class Retriever:
             tool_id = entry.id  # as the catalog spells it, whichever Unicode form was typed
             now = float(self._clock())
             fb = Feedback(
-                tool_id=tool_id, outcome=result, now=now, context=context, provider=entry.tool.provider_key
+                tool_id=tool_id,
+                outcome=result,
+                now=now,
+                context=context,
+                provider=entry.tool.provider_key,
+                probe=bool(probe),
             )
-            record = OutcomeRecord(now, tool_id, result.kind.value, query_hash, result.retry_after)
+            record = (
+                None
+                if probe
+                else OutcomeRecord(now, tool_id, result.kind.value, query_hash, result.retry_after)
+            )
             counts = result.is_success or result.counts_against_tool
             keys = list(self._policy.state_keys(fb)) if counts else []
 
@@ -424,6 +436,18 @@ class Retriever:
             except BaseException:
                 self._undo_local(keys)  # the policy may hold a change the store refused
                 raise
+
+    def probe_targets(self, budget: int = 3) -> list[str]:
+        """Up to ``budget`` tool ids the policy wants health-checked now, most useful first: tools seen
+        failing whose belief has not relaxed yet (``rated.probing`` runs the checks; empty for a policy
+        without probes)."""
+        budget = _positive_int(budget, "budget")
+        with self._lock:
+            self._refresh()  # failures other processes saw count too
+            targets = getattr(self._policy, "probe_targets", None)
+            if targets is None:
+                return []
+            return [t for t in targets(float(self._clock()), budget) if t in self._by_id]
 
     # ---- tracked calls: the outcome reported and classified by itself (rated.tracking, rated.classify) --
     def track(self, tool_id: str, query: str | None = None) -> TrackedCall:

@@ -1,0 +1,198 @@
+"""Health probes: check the tools the policy has demoted, so that a recovered tool comes back without an
+agent paying a failed call to find out (the way Envoy's active health checks or an MCP ``ping`` work).
+
+Demotion needs no probe: agents' failures show it. Recovery does: a demoted tool gets no traffic, so the
+policy only retries it once its failure belief has relaxed, minutes later, and an agent pays for that
+retry when the tool is still down. The dynamic benchmark measured what probes buy (``--probes``,
+docs/dynamic-benchmark.md). Here, each round asks the policy which suspected tools are most worth a check
+(``Retriever.probe_targets``: most expected missed demand first, a few per round), runs ``check(tool)``
+on each, and records the result as probe feedback: it moves the policy's belief like an agent's call but
+is not written to the outcome log, whose counts are the agents' calls.
+
+A check takes the ``Tool`` and returns its outcome (``True``/``False``, an outcome name, an ``Outcome``),
+or ``None`` when it cannot check that tool (nothing is recorded); an exception it raises is classified
+like a tracked call's (``rated.classify``: a timeout is ``timeout``, a refused connection ``tool_error``).
+``http_check`` is one for tools with an HTTP ``endpoint``.
+
+Several replicas probing one store each probe the same few tools per round: keep ``budget`` small, or
+run the prober in one of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Self
+
+from rated.catalog.schema import Tool
+from rated.classify import outcome_from_exception, outcome_from_status
+from rated.errors import ConfigError, RatedError, UnknownToolError
+from rated.outcome import Outcome, OutcomeKind
+from rated.shown import shown
+
+if TYPE_CHECKING:
+    from rated.retriever import Retriever
+
+__all__ = ["AsyncCheck", "Check", "ProbeResult", "Prober", "aprobe", "http_check", "probe"]
+
+log = logging.getLogger("rated.probing")
+Check = Callable[[Tool], Any]
+AsyncCheck = Callable[[Tool], Awaitable[Any]]
+#: statuses of a health request that mean "the server answers": an unauthenticated probe of an API URL
+#: gets 401/403/404/405 from a server that is up; only 5xx, 429 and no answer at all say otherwise
+_UP_BELOW = 500
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One probe: the outcome recorded (``None``: the check could not check this tool) or the ``error``
+    that kept it from being recorded (the tool removed meanwhile, the store busy)."""
+
+    tool_id: str
+    outcome: Outcome | None
+    error: str | None = None
+
+
+def probe(retriever: Retriever, check: Check, budget: int = 3) -> list[ProbeResult]:
+    """One round: check up to ``budget`` suspected tools, one after another, and record each result."""
+    results = []
+    for tool_id, tool in _targets(retriever, budget):
+        try:
+            answer = check(tool)
+        except Exception as exc:  # the check failing is the answer: classified like a tool call's error
+            outcome = outcome_from_exception(exc)
+        else:
+            outcome = _outcome(answer)  # a check returning nonsense is a bug in it, not a tool failure
+        results.append(_record(retriever, tool_id, outcome))
+    return results
+
+
+async def aprobe(retriever: Retriever, check: AsyncCheck, budget: int = 3) -> list[ProbeResult]:
+    """``probe`` with an async check, the checks run concurrently; recording runs in a worker thread."""
+    targets = await asyncio.to_thread(_targets, retriever, budget)
+
+    async def one(tool: Tool) -> Outcome | None:
+        try:
+            answer = await check(tool)
+        except Exception as exc:
+            return outcome_from_exception(exc)
+        return _outcome(answer)
+
+    outcomes = await asyncio.gather(*(one(tool) for _, tool in targets))
+    return [
+        await asyncio.to_thread(_record, retriever, tool_id, outcome)
+        for (tool_id, _), outcome in zip(targets, outcomes, strict=True)
+    ]
+
+
+def _targets(retriever: Retriever, budget: int) -> list[tuple[str, Tool]]:
+    out = []
+    for tool_id in retriever.probe_targets(budget):
+        try:
+            out.append((tool_id, retriever.tool(tool_id)))
+        except UnknownToolError:  # removed since the policy named it
+            continue
+        except RatedError as exc:  # a damaged record: the other targets are still checked
+            log.warning("probe of %s skipped: %s", shown(tool_id), exc)
+    return out
+
+
+def _outcome(value: Any) -> Outcome | None:
+    if value is None:
+        return None
+    try:
+        return Outcome.of(value)
+    except (ConfigError, ValueError, TypeError):
+        raise ConfigError(
+            f"a probe check returns True/False, an outcome name, an Outcome or None, got {shown(value)}"
+        ) from None
+
+
+def _record(retriever: Retriever, tool_id: str, outcome: Outcome | None) -> ProbeResult:
+    if outcome is None or outcome.kind is OutcomeKind.CALLER_ERROR:  # nothing learned about the tool
+        return ProbeResult(tool_id, None)
+    try:
+        retriever.feedback(tool_id, outcome, probe=True)
+    except RatedError as exc:
+        log.warning("probe of %s: %s not recorded: %s", shown(tool_id), outcome.kind.value, exc)
+        return ProbeResult(tool_id, None, str(exc))
+    log.info("probe of %s: %s", shown(tool_id), outcome.kind.value)
+    return ProbeResult(tool_id, outcome)
+
+
+def http_check(
+    timeout: float = 5.0, *, method: str = "HEAD", url: Callable[[Tool], str | None] | None = None
+) -> Check:
+    """A check that sends ``method`` to each tool's ``endpoint`` (or ``url(tool)``): up when the server
+    answers below 500 (401, 404 or 405 to an unauthenticated probe mean it is up), otherwise the outcome of
+    the status (a 429 or 503 with ``Retry-After`` is ``rate_limited`` for that long); no answer within
+    ``timeout`` seconds is ``timeout``, a refused connection ``tool_error``. Tools without an endpoint are
+    not checked. Needs httpx (the ``service`` extra)."""
+    try:
+        import httpx
+    except ImportError:  # pragma: no cover - httpx comes with the service and dev extras
+        raise ConfigError("http_check needs httpx: pip install 'rated[service]'") from None
+    if not (timeout > 0):
+        raise ConfigError(f"timeout must be > 0 seconds, got {shown(timeout)}")
+    where = url or (lambda tool: tool.endpoint)
+    client = httpx.Client(timeout=timeout, follow_redirects=True)
+
+    def check(tool: Tool) -> Outcome | None:
+        target = where(tool)
+        if not target:
+            return None
+        response = client.request(method, target)
+        if response.status_code < _UP_BELOW and response.status_code != 429:
+            return Outcome(OutcomeKind.SUCCESS)
+        return outcome_from_status(response.status_code, response.headers)
+
+    return check
+
+
+class Prober:
+    """Runs ``probe`` every ``every`` seconds in a daemon thread until ``stop`` (or the ``with`` block
+    ends). A failing round is logged and the next one runs on time: probing never takes a service down.
+
+    >>> # with Prober(retriever, http_check(), every=30): serve agents ...
+    """
+
+    def __init__(self, retriever: Retriever, check: Check, *, every: float = 30.0, budget: int = 3):
+        if not (every > 0):
+            raise ConfigError(f"the probe interval must be > 0 seconds, got {shown(every)}")
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise ConfigError(f"the probe budget must be an integer >= 1, got {shown(budget)}")
+        self.retriever, self.check, self.every, self.budget = retriever, check, float(every), budget
+        self.rounds = 0
+        self.last: list[ProbeResult] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Self:
+        if self._thread is not None:
+            raise ConfigError("this prober is running already")
+        self._thread = threading.Thread(target=self._run, name="rated-prober", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop after the current round (a check in flight finishes, up to its own timeout)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                self.last = probe(self.retriever, self.check, self.budget)
+            except Exception:
+                log.exception("probe round failed")
+            self.rounds += 1
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
