@@ -215,3 +215,40 @@ def test_a_log_from_before_the_counters_gets_them_counted_once(redis_url):
     assert second.outcome_stats()["t1"].successes == expected["t1"].successes + 1
     first.close()
     second.close()
+
+
+@pytest.mark.parametrize("write", ["save", "delete"])
+def test_a_cached_write_for_a_version_is_refused_when_the_catalog_changes_before_it_commits(redis_url, write):
+    """The version is read under WATCH: a catalog change landing between that read and EXEC makes the
+    write run again, and then find the version gone."""
+    from rated.store.redis import RedisStore
+
+    ns = f"k{uuid.uuid4().hex[:8]}"
+    store = RedisStore(redis_url, namespace=ns)
+    store.save_cached("hnsw-graph", b"newer writer's")
+    version = store.catalog_version()
+    real_pipeline, reads = store._r.pipeline, []
+
+    def pipeline(*args, **kwargs):
+        pipe = real_pipeline(*args, **kwargs)
+        real_get = pipe.get
+
+        def get(key):
+            value = real_get(key)
+            reads.append(value)
+            if len(reads) == 1:  # another writer's catalog change, after the read, before EXEC
+                store._r.incr(f"{ns}:catver")
+            return value
+
+        pipe.get = get
+        return pipe
+
+    store._r.pipeline = pipeline
+    if write == "save":
+        assert store.save_cached("hnsw-graph", b"stale", catalog_version=version) is False
+    else:
+        assert store.delete_cached("hnsw-graph", catalog_version=version) is False
+    store._r.pipeline = real_pipeline
+    assert len(reads) == 2  # read again after the conflict
+    assert store.load_cached("hnsw-graph") == b"newer writer's"
+    store.close()

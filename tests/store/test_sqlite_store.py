@@ -399,3 +399,24 @@ def test_save_cached_gives_up_at_once_on_a_held_lock_and_other_writes_still_wait
     store.save_cached("lexical-index", b"blob")
     assert store.load_cached("lexical-index") == b"blob"
     store.close()
+
+
+def test_deleting_a_cached_entry_that_is_not_there_takes_no_write_lock(tmp_path):
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path, busy_timeout=2)
+    assert store.delete_cached("hnsw-graph") is False  # no cached table yet: none made for this
+    assert "cached" not in {r[0] for r in store._conn.execute("SELECT name FROM sqlite_master")}
+    store.save_cached("lexical-index", b"blob")
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    try:
+        assert store.delete_cached("hnsw-graph") is False  # read only: no wait, no StoreBusyError
+        start = time.monotonic()
+        with pytest.raises(StoreBusyError):  # one that is there needs the lock: a short wait, then busy
+            store.delete_cached("lexical-index")
+        assert time.monotonic() - start < 1
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert store.delete_cached("lexical-index") is True and store.load_cached("lexical-index") is None
+    store.close()

@@ -300,6 +300,34 @@ def test_cached_data_round_trips_or_is_absent(store):
     assert store.load_cached("other") is None
 
 
+def test_a_cached_entry_is_deleted_and_other_names_are_kept(store):
+    assert store.delete_cached("hnsw-graph") is False  # nothing there: nothing to drop, no error
+    kept = store.save_cached("hnsw-graph", b"graph")
+    store.save_cached("lexical-index", b"lexical")
+    assert store.delete_cached("hnsw-graph") is kept  # a store that keeps no cache has nothing to drop
+    assert store.load_cached("hnsw-graph") is None
+    assert store.load_cached("lexical-index") == (b"lexical" if kept else None)
+    assert store.delete_cached("hnsw-graph") is False
+
+
+def test_cached_writes_for_a_catalog_version_apply_only_while_it_is_current(store):
+    """What a writer derived from the catalog at one version must not replace (or drop) what another
+    writer derived from the catalog it changed since."""
+    _put(store, ["a", "b"])
+    version = store.catalog_version()
+    kept = store.save_cached("hnsw-graph", b"of a,b", catalog_version=version)
+    assert store.load_cached("hnsw-graph") == (b"of a,b" if kept else None)
+    store.delete_tools(["b"])  # another writer's change
+    assert store.save_cached("hnsw-graph", b"stale", catalog_version=version) is False
+    assert store.delete_cached("hnsw-graph", catalog_version=version) is False
+    assert store.load_cached("hnsw-graph") == (b"of a,b" if kept else None)
+    now = store.catalog_version()
+    assert store.save_cached("hnsw-graph", b"of a", catalog_version=now) is kept
+    assert store.load_cached("hnsw-graph") == (b"of a" if kept else None)
+    assert store.delete_cached("hnsw-graph", catalog_version=now) is kept
+    assert store.load_cached("hnsw-graph") is None
+
+
 def test_put_tools_new_only_refuses_an_id_already_stored_and_changes_nothing(store):
     from rated.errors import ToolExistsError
 

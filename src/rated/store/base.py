@@ -188,8 +188,17 @@ class CatalogStore(Protocol):
         any process can recompute, checked by whoever reads it: a store may lose it at any time."""
         ...
 
-    def save_cached(self, name: str, data: bytes) -> None:
-        """Save derived data under ``name``, replacing what was there."""
+    def save_cached(self, name: str, data: bytes, *, catalog_version: int | None = None) -> bool:
+        """Save derived data under ``name``, replacing what was there; whether it was kept (a store that
+        keeps no cache says ``False``). ``catalog_version``: save only while the catalog version is still
+        that one (checked inside the write), so that data derived from a catalog another writer has
+        changed since never replaces what was derived from the catalog stored now."""
+        ...
+
+    def delete_cached(self, name: str, *, catalog_version: int | None = None) -> bool:
+        """Drop what was saved under ``name`` (derived from a catalog it no longer fits); whether there
+        was something to drop. ``catalog_version`` as for ``save_cached``: nothing is dropped once another
+        writer has changed the catalog (what it saved since fits the catalog stored now)."""
         ...
 
 

@@ -151,8 +151,11 @@ class MemoryStore:
     def load_cached(self, name: str) -> bytes | None:
         return None  # nothing outlives this process's retrievers: no process opens this store later
 
-    def save_cached(self, name: str, data: bytes) -> None:
-        return None
+    def save_cached(self, name: str, data: bytes, *, catalog_version: int | None = None) -> bool:
+        return False
+
+    def delete_cached(self, name: str, *, catalog_version: int | None = None) -> bool:
+        return False  # nothing was kept
 
     # ---- policy state ------------------------------------------------------------------------------
     def load_states(self, keys: Iterable[str] | None = None) -> dict[str, bytes]:

@@ -471,8 +471,33 @@ class RedisStore:
         raw = self._call(lambda: self._r.get(self._k(f"cached:{name}")))
         return None if raw is None else bytes(raw)
 
-    def save_cached(self, name: str, data: bytes) -> None:
-        self._call(lambda: self._r.set(self._k(f"cached:{name}"), bytes(data)))
+    def save_cached(self, name: str, data: bytes, *, catalog_version: int | None = None) -> bool:
+        key, value = self._k(f"cached:{name}"), bytes(data)
+        if catalog_version is None:
+            self._call(lambda: self._r.set(key, value))
+            return True
+        return self._change_cached(lambda pipe: pipe.set(key, value), catalog_version)
+
+    def delete_cached(self, name: str, *, catalog_version: int | None = None) -> bool:
+        key = self._k(f"cached:{name}")
+        if catalog_version is None:
+            return bool(self._call(lambda: self._r.delete(key)))
+        return self._change_cached(lambda pipe: pipe.delete(key), catalog_version)
+
+    def _change_cached(self, queue: Callable[[Any], Any], catalog_version: int) -> bool:
+        """Queue one cache write, applied only while the catalog version is ``catalog_version`` (watched:
+        a catalog change landing before EXEC re-runs the check)."""
+        catver = self._k("catver")
+
+        def body(pipe: Any) -> Callable[[list[Any]], bool]:
+            current = int(pipe.get(catver) or 0)
+            pipe.multi()
+            if current != catalog_version:
+                return lambda replies: False
+            queue(pipe)
+            return lambda replies: bool(replies[-1])
+
+        return bool(self._optimistic([catver], body))
 
     def catalog_version(self) -> int:
         return int(self._call(lambda: self._r.get(self._k("catver"))) or 0)

@@ -392,7 +392,12 @@ class SQLiteStore:
         return int(conn.execute(sql).fetchone()[0])
 
     def catalog_version(self) -> int:
-        return int(self._read("SELECT value FROM counters WHERE name = 'catalog_version'")[0][0])
+        with self._lock, self._errors():
+            return self._catalog_version(self._conn)
+
+    @staticmethod
+    def _catalog_version(conn: sqlite3.Connection) -> int:
+        return int(conn.execute("SELECT value FROM counters WHERE name = 'catalog_version'").fetchone()[0])
 
     def load_cached(self, name: str) -> bytes | None:
         try:
@@ -403,14 +408,42 @@ class SQLiteStore:
             raise
         return bytes(rows[0][0]) if rows else None
 
-    def save_cached(self, name: str, data: bytes) -> None:
+    def save_cached(self, name: str, data: bytes, *, catalog_version: int | None = None) -> bool:
         row = (name, bytes(data))
+
+        def save(conn: sqlite3.Connection) -> bool:
+            conn.execute(_CACHED_TABLE)  # made on first use: opening a file never needs it
+            conn.execute("INSERT OR REPLACE INTO cached (name, value) VALUES (?, ?)", row)
+            return True
+
+        return self._change_cached(save, catalog_version)
+
+    def delete_cached(self, name: str, *, catalog_version: int | None = None) -> bool:
+        try:  # read first: nothing to drop (the usual case) takes no write lock
+            if not self._read("SELECT 1 FROM cached WHERE name = ?", (name,)):
+                return False
+        except StoreError as exc:
+            if "no such table" in str(exc):
+                return False
+            raise
+
+        def drop(conn: sqlite3.Connection) -> bool:
+            return conn.execute("DELETE FROM cached WHERE name = ?", (name,)).rowcount > 0
+
+        return self._change_cached(drop, catalog_version)
+
+    def _change_cached(
+        self, change: Callable[[sqlite3.Connection], bool], catalog_version: int | None
+    ) -> bool:
+        """Run ``change`` in a write that waits for the lock only briefly (a cache not written now is
+        written later), and only while the catalog version is ``catalog_version`` when one is given."""
         with self._lock, self._errors():  # the lock: no other thread writes under the short wait
             self._conn.execute(f"PRAGMA busy_timeout = {int(min(_CACHED_WAIT, self.busy_timeout) * 1000)}")
             try:
-                with self._write() as conn:  # the table is made on first use: opening a file never needs it
-                    conn.execute(_CACHED_TABLE)
-                    conn.execute("INSERT OR REPLACE INTO cached (name, value) VALUES (?, ?)", row)
+                with self._write() as conn:
+                    if catalog_version is not None and self._catalog_version(conn) != catalog_version:
+                        return False
+                    return change(conn)
             finally:
                 self._conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
 
