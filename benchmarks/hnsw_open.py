@@ -7,7 +7,9 @@ the ``hash`` encoder, 384 dimensions), indexed into SQLite by ``Retriever.from_c
 with ``hnsw_threshold`` lowered so that the dense part is a graph at this size. Then, alternately,
 ``Retriever.open`` + one ``retrieve`` with the saved graph and with a store that hides it (the lexical
 snapshot is used in both), ``--repeats`` times each; medians and their ratio are printed, and the
-graph's blob size per tool.
+graph's blob size per tool. Last, a writer adds one tool and removes it again, each change saving the graph
+the writer then holds: the time of each change, and of an open + first search after it, which attaches
+that graph (the table says whether it built one instead).
 
 Run: ``.venv/bin/python benchmarks/hnsw_open.py [--tools 50000] [--threshold 10000] [--repeats 2]``
 (``--source stabletoolbench`` replicates the real APIs; ``--out DIR`` writes hnsw_open.json).
@@ -33,6 +35,7 @@ from rich.console import Console
 from rich.table import Table
 from scale import scaled_pool
 
+from rated.catalog.schema import Tool
 from rated.encode.testing import HashEncoder
 from rated.index import hnsw_snapshot
 from rated.retriever import Retriever
@@ -65,8 +68,8 @@ def graph_hidden() -> Iterator[None]:
     """Retrievers opened inside neither read nor save the HNSW graph (the lexical snapshot still works)."""
     load, save = SQLiteStore.load_cached, SQLiteStore.save_cached
     SQLiteStore.load_cached = lambda self, name: None if name == hnsw_snapshot.NAME else load(self, name)  # type: ignore[method-assign]
-    SQLiteStore.save_cached = lambda self, name, data: (
-        None if name == hnsw_snapshot.NAME else save(self, name, data)
+    SQLiteStore.save_cached = lambda self, name, data, **kwargs: (
+        None if name == hnsw_snapshot.NAME else save(self, name, data, **kwargs)
     )  # type: ignore[method-assign]
     try:
         yield
@@ -108,6 +111,8 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
                     opened, first, ids = open_and_search(db, queries[0])
                 runs[mode].append((opened, first))
                 hits.setdefault(mode, ids)
+        console.print("a writer adds a tool, then removes it; open + first search after each ...")
+        extra = scaled_pool(args.source, args.tools + 1, args.seed)[0][-1]
         return {
             "tools": args.tools,
             "threshold": args.threshold,
@@ -118,9 +123,54 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
             "graph blob bytes per tool": len(blob) / args.tools,
             "runs": runs,
             "same top-10": hits["saved graph"] == hits["graph built"],
+            "writer": writer_changes(db, extra, queries[0]),
         }
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def writer_changes(db: Path, extra: Tool, query: str) -> dict[str, dict[str, float | bool]]:
+    """A writer's ``add_tools`` of ``extra`` and then ``remove_tools`` of it (each saves the graph the writer
+    then holds: the opened one grown by the tool, then the kept tools' one rebuilt): seconds for each
+    change, and for an open + first search after it, and whether that open built a graph instead of
+    attaching the saved one."""
+    out: dict[str, dict[str, float | bool]] = {}
+    with Retriever.open(db, encoder=HashEncoder(384)) as writer:
+        writer.retrieve(query, k=10)  # its index, on the saved graph
+        changes = {
+            "add 1 tool": lambda: writer.add_tools([extra]),
+            "remove it": lambda: writer.remove_tools([extra.id]),
+        }
+        for step, change in changes.items():
+            start = time.perf_counter()
+            change()
+            changed = time.perf_counter() - start
+            with graph_builds() as built:
+                opened, first, _ = open_and_search(db, query)
+            out[step] = {
+                "writer s": changed,
+                "open s": opened,
+                "first search s": first,
+                "graph built": bool(built),
+            }
+    return out
+
+
+@contextmanager
+def graph_builds() -> Iterator[list[int]]:
+    """The sizes of the HNSW graphs built inside (faiss inserts of more than one vector)."""
+    add, built = faiss.IndexHNSWFlat.add, []
+
+    def counted(self: faiss.IndexHNSWFlat, x: np.ndarray, *args: object, **kwargs: object) -> None:
+        if len(x) > 1:
+            built.append(len(x))
+        add(self, x, *args, **kwargs)
+
+    faiss.IndexHNSWFlat.add = counted  # type: ignore[method-assign]
+    try:
+        yield built
+    finally:
+        faiss.IndexHNSWFlat.add = add  # type: ignore[method-assign]
 
 
 @contextmanager
@@ -145,6 +195,16 @@ def table(doc: dict) -> Table:
             f"{np.median([f for _, f in runs]):.2f}",
             f"{totals[mode]:.2f}",
             ", ".join(f"{t:.2f}" for t in total),
+        )
+    for step, run in doc["writer"].items():
+        total = run["open s"] + run["first search s"]
+        built = "graph built" if run["graph built"] else "graph attached"
+        out.add_row(
+            f"after a writer's {step} ({run['writer s']:.2f} s; {built})",
+            f"{run['open s']:.2f}",
+            f"{run['first search s']:.2f}",
+            f"{total:.2f}",
+            f"{total:.2f}",
         )
     out.caption = (
         f"built / saved: {totals['graph built'] / totals['saved graph']:.1f}x; graph blob "

@@ -108,7 +108,7 @@ def no_snapshot() -> Iterator[None]:
     """Retrievers opened inside neither read nor save a lexical snapshot."""
     saved = SQLiteStore.load_cached, SQLiteStore.save_cached
     SQLiteStore.load_cached = lambda self, name: None  # type: ignore[method-assign]
-    SQLiteStore.save_cached = lambda self, name, data: None  # type: ignore[method-assign]
+    SQLiteStore.save_cached = lambda self, name, data, **kwargs: None  # type: ignore[method-assign]
     try:
         yield
     finally:

@@ -1,5 +1,6 @@
 """benchmarks/hnsw_open.py keeps running: a tiny run times open + first search with and without the saved
-HNSW graph and writes its JSON."""
+HNSW graph, and after a writer's add and removal (each open attaching the graph the writer saved), and
+writes its JSON."""
 
 from __future__ import annotations
 
@@ -19,3 +20,5 @@ def test_hnsw_open_script_times_both_ways_in_one_run(tmp_path, monkeypatch):
     assert set(doc["runs"]) == {"saved graph", "graph built"}
     assert all(len(runs) == 1 and min(runs[0]) > 0 for runs in doc["runs"].values())
     assert 100 < doc["graph blob bytes per tool"] < 1000 and doc["same top-10"] is True
+    assert set(doc["writer"]) == {"add 1 tool", "remove it"}
+    assert all(run["writer s"] > 0 and run["graph built"] is False for run in doc["writer"].values())

@@ -1,6 +1,8 @@
-"""Above ``hnsw_threshold`` the writer builds the HNSW graph once and saves it with the catalog; a process
-opening the store attaches it to the stored embeddings instead of building it, and answers exactly as the
-writer; a graph of another pool, or a damaged one, is ignored (built again and saved), never used."""
+"""Above ``hnsw_threshold`` the writer builds the HNSW graph once and saves it with the catalog, and again
+with each of its own adds and removals; a process opening the store (or a replica following the change)
+attaches it to the stored embeddings instead of building it, and answers exactly as the writer; a graph of
+another pool, or a damaged one, is ignored (built again and saved), never used, and a pool that no longer
+uses a graph drops the saved one."""
 
 import faiss
 import pytest
@@ -77,24 +79,108 @@ def test_the_writer_builds_the_graph_once_and_an_open_attaches_it(tmp_path, buil
 
 
 @pytest.mark.parametrize("change", ["add", "remove"])
-def test_a_graph_of_the_pool_before_a_change_is_rebuilt_once_and_saved(tmp_path, builds, change):
+def test_a_writers_change_saves_the_graph_it_holds_and_an_open_attaches_it(tmp_path, builds, change):
     db = tmp_path / "g.db"
     Retriever.from_catalog(tools(90), db=db, encoder=HashEncoder(64), semantic=SEMANTIC).close()
     old = saved_graph(db)
+    builds.clear()
     with Retriever.open(db) as writer:
         if change == "add":
             writer.add_tools(tools(1, start=500))
         else:
             writer.remove_tools(["t7"])
+        # the opened graph grown by one tool, or the kept tools' graph rebuilt: the writer's only build
+        assert builds == ([1] if change == "add" else [89])
+        assert saved_graph(db) not in (None, old)  # the new pool's graph, saved with the change
+        expected, held = answers(writer), writer.index.dense.graph()
     builds.clear()
-    with Retriever.open(db) as first:
-        expected = answers(first)
-    assert builds == [91 if change == "add" else 89]  # the saved graph lacks a tool or has one too many
-    assert saved_graph(db) not in (None, old)  # the new pool's graph is saved
-    builds.clear()
-    with Retriever.open(db) as second:
-        assert answers(second) == expected
+    with Retriever.open(db) as reader:
+        assert len(reader) == (91 if change == "add" else 89)
+        assert answers(reader) == expected  # the writer's graph: the same hits, scores to the last bit
+        restored = reader.index.dense.graph()
+    assert builds == []  # attached, not built
+    assert (restored.levels.tolist(), restored.neighbors.tolist()) == (
+        held.levels.tolist(),
+        held.neighbors.tolist(),
+    )
+
+
+def test_a_replica_attaches_the_graph_saved_after_a_removal_instead_of_rebuilding_it(tmp_path, builds):
+    db = tmp_path / "g.db"
+    Retriever.from_catalog(tools(90), db=db, encoder=HashEncoder(64), semantic=SEMANTIC).close()
+    with Retriever.open(db) as writer, Retriever.open(db) as replica:
+        replica.retrieve(QUERIES[0])  # its index, on the graph saved with the catalog
+        writer.remove_tools(["t7", "t8"])
+        builds.clear()
+        assert answers(replica) == answers(writer)  # followed the removal by attaching the writer's graph
+        assert "t7" not in {h.id for h in replica.retrieve("send email message variant 7", k=20)}
     assert builds == []
+
+
+def test_a_change_crossing_the_threshold_up_builds_and_saves_the_graph(tmp_path, builds):
+    db = tmp_path / "g.db"
+    semantic = {"hnsw_threshold": 3}
+    with Retriever.from_catalog(tools(3), db=db, encoder=HashEncoder(64), semantic=semantic) as writer:
+        assert writer.index.dense.kind == "flat" and saved_graph(db) is None
+        writer.add_tools(tools(2, start=3))
+        assert writer.index.dense.kind == "hnsw"  # as a process opening the store now builds it
+        assert builds == [5] and saved_graph(db) is not None
+        expected = answers(writer)
+    builds.clear()
+    with Retriever.open(db) as reader:
+        assert answers(reader) == expected and reader.index.dense.kind == "hnsw"
+    assert builds == []
+
+
+@pytest.mark.parametrize("how", ["remove", "sync", "rebuild", "rebuild flat"])
+def test_a_pool_no_longer_on_a_graph_drops_the_saved_one(tmp_path, how):
+    db = tmp_path / "g.db"
+    semantic = {"hnsw_threshold": 3}
+    encoder = HashEncoder(64)
+    with Retriever.from_catalog(tools(5), db=db, encoder=encoder, semantic=semantic) as writer:
+        assert writer.index.dense.kind == "hnsw" and saved_graph(db) is not None
+        if how == "remove":
+            writer.remove_tools(["t0", "t1"])
+        elif how == "sync":
+            writer.sync_tools(tools(3), prune=True)
+        if how.startswith("remove") or how == "sync":
+            assert len(writer) == 3 and writer.index.dense.kind == "flat"
+    if how == "rebuild":  # a smaller catalog replaces the index
+        Retriever.from_catalog(tools(2), db=db, encoder=encoder, semantic=semantic, overwrite=True).close()
+    elif how == "rebuild flat":  # the same catalog, rebuilt with a flat dense part
+        flat = {"dense_kind": "flat"}
+        Retriever.from_catalog(tools(5), db=db, encoder=encoder, semantic=flat, overwrite=True).close()
+    assert saved_graph(db) is None
+
+
+def test_a_writer_that_another_change_overtook_saves_nothing(tmp_path, builds, monkeypatch):
+    """The other writer's change lands between this writer's refresh and its own change: the index this
+    writer holds is then not the stored catalog, and the graph saved for the other writer's catalog is
+    left as it is; the next open builds the graph of the catalog stored now (a graph is attached to its
+    own pool only), never uses another."""
+    db = tmp_path / "g.db"
+    Retriever.from_catalog(tools(90), db=db, encoder=HashEncoder(64), semantic=SEMANTIC).close()
+    with Retriever.open(db) as late, Retriever.open(db) as other:
+        late.retrieve(QUERIES[0])
+        delete = late.store.delete_tools
+
+        def overtaken(ids, **kwargs):
+            nonlocal other_graph
+            other.add_tools(tools(1, start=500))
+            other_graph = saved_graph(db)
+            return delete(ids, **kwargs)
+
+        other_graph = None
+
+        with monkeypatch.context() as patch:
+            patch.setattr(late.store, "delete_tools", overtaken)
+            late.remove_tools(["t7"])
+        assert saved_graph(db) == other_graph  # the other writer's, of tools(90) and t500
+        builds.clear()
+        with Retriever.open(db) as fresh:
+            expected = answers(fresh)
+        assert builds == [90]  # tools(90) - t7 + t500: no graph of it was saved, none other is used
+        assert answers(late) == expected  # the late writer reloaded the stored catalog too
 
 
 def test_a_graph_of_other_embeddings_for_the_same_tools_is_not_used(tmp_path, builds):
@@ -139,7 +225,7 @@ def test_a_flat_pool_neither_reads_nor_saves_a_graph(tmp_path, monkeypatch):
 
 
 def test_a_store_that_cannot_save_the_graph_still_answers(tmp_path, monkeypatch):
-    def busy(self, name, data):
+    def busy(self, name, data, **kwargs):
         raise StoreBusyError("locked")
 
     monkeypatch.setattr(SQLiteStore, "save_cached", busy)
@@ -150,3 +236,35 @@ def test_a_store_that_cannot_save_the_graph_still_answers(tmp_path, monkeypatch)
     assert saved_graph(db) is None
     with Retriever.open(db) as r:
         assert len(answers(r)) == len(expected)
+
+
+def test_a_graph_built_while_a_writer_changed_the_catalog_does_not_replace_the_writers(
+    tmp_path, builds, monkeypatch
+):
+    """A reader builds the graph of the catalog it read (seconds for a large one) while a writer adds a
+    tool and saves the graph of the new catalog: the reader's, of a catalog no longer stored, is not saved
+    over it, and the next open attaches the writer's."""
+    db = tmp_path / "g.db"
+    Retriever.from_catalog(tools(60), db=db, encoder=HashEncoder(64), semantic=SEMANTIC).close()
+    with Retriever.open(db) as writer, Retriever.open(db) as reader:
+        writer.retrieve(QUERIES[0])  # its index, on the saved graph
+        SQLiteStore(db).delete_cached(hnsw_snapshot.NAME)  # the reader must build one
+        add, writers_graph = faiss.IndexHNSWFlat.add, []
+
+        def add_meanwhile(self, x, *args, **kwargs):
+            if not writers_graph:  # the reader's build: the writer's change lands meanwhile
+                writers_graph.append(None)
+                writer.add_tools(tools(1, start=500))
+                writers_graph[0] = saved_graph(db)
+            return add(self, x, *args, **kwargs)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(faiss.IndexHNSWFlat, "add", add_meanwhile)
+            reader.retrieve(QUERIES[0])
+        assert writers_graph[0] is not None and saved_graph(db) == writers_graph[0]
+        expected = answers(writer)
+        assert answers(reader) == expected  # the reader follows by attaching the writer's graph
+    builds.clear()
+    with Retriever.open(db) as fresh:
+        assert answers(fresh) == expected
+    assert builds == []

@@ -122,16 +122,19 @@ def test_the_writer_itself_keeps_its_index_after_another_writers_change(pair):
     assert answers(writer) == fresh_answers(db) and writer.index is index
 
 
-def test_an_hnsw_replica_rebuilds_for_appends_and_follows_removals(tmp_path):
+def test_an_hnsw_replica_takes_the_graph_the_writer_saved_for_appends_and_removals(tmp_path):
+    """An HNSW index is not followed in place (appends would grow another graph than the writer's, removals
+    rebuild it): the replica's next search attaches the graph the writer saved for the new pool, as a
+    fresh open does (tests/test_retriever_hnsw_snapshot.py counts that nothing is built)."""
     db = tmp_path / "hnsw.db"
     Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(64), semantic={"dense_kind": "hnsw"}).close()
     writer, replica = Retriever.open(db), Retriever.open(db)
     index = replica.index
     writer.add_tools([Tool(id="new", name="email_sender", description="send an email message fast")])
-    assert answers(replica) == fresh_answers(db) and replica.index is not index  # a graph is built afresh
+    assert answers(replica) == fresh_answers(db) and replica.index is not index
     index = replica.index
     writer.remove_tools(["t3"])
-    assert answers(replica) == fresh_answers(db) and replica.index is index
+    assert answers(replica) == fresh_answers(db) and replica.index is not index
     writer.close(), replica.close()
 
 

@@ -49,7 +49,7 @@ from rated.errors import (
     UnknownToolError,
 )
 from rated.hits import Hit, ToolHealth
-from rated.index.semantic import SemanticIndex
+from rated.index.semantic import SemanticIndex, dense_kind
 from rated.outcome import Outcome, OutcomeKind, finite_seconds
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking, all_finite
 from rated.shown import shown
@@ -178,14 +178,17 @@ class Retriever:
                 rated_version=setup.rated_version(),
             )
             try:  # re-checked inside the write: another writer may have built an index while we encoded
-                setup.replace_catalog(
+                version = setup.replace_catalog(
                     store, tools, embeddings, prior, meta.to_dict(), expect_empty=not overwrite
                 )
             except IndexExistsError:
                 raise _index_exists(db) from None
             retriever = cls(store, encoder, policy, meta, clock=clock, query_cache=query_cache)
             with retriever._lock, setup.progress_status(progress, f"indexing {len(tools):,} tools"):
-                retriever._search_index()  # built now, its lexical snapshot saved: the next open restores it
+                # built now, its lexical snapshot (and HNSW graph) saved: the next open restores them
+                flat = retriever._search_index().dense.kind == "flat"
+                if flat and retriever._catalog_version == version:
+                    setup.drop_graph(store, version)  # the graph of the catalog this one replaced
             return retriever
 
     @classmethod
@@ -535,12 +538,14 @@ class Retriever:
             else:
                 raise _kept_changing(self._store, "add")
             index = self._search_index()
+            had_graph = index.dense.kind == "hnsw"
             self._change_index(index.add, entries, embeddings)
             self._set_pool(
                 index.tools,
                 {**self._prior_by_id, **dict(zip(prior.tool_ids, prior.r_static, strict=True))},
             )
             self._own_catalog_change(version)
+            self._settle_graph(version, had_graph)
 
     def _check_new(self, tools: Sequence[Tool]) -> None:
         clash = [t.id for t in tools if t.id in self._by_id or self._other_form_indexed(t.id)]
@@ -570,6 +575,7 @@ class Retriever:
             if len(ids) >= len(self._by_id):
                 raise LastToolError("cannot remove every tool: an index needs at least one")
             index = self._search_index()
+            had_graph = index.dense.kind == "hnsw"
             version = self._store.delete_tools(ids, keep_one=True)  # re-checked inside the change
             self._change_index(index.remove, ids)
             for tool_id in ids:
@@ -578,6 +584,7 @@ class Retriever:
             # what the policy learned from these tools beyond their states goes with them (_load_states)
             self._set_pool(index.tools, self._prior_by_id)
             self._own_catalog_change(version)
+            self._settle_graph(version, had_graph)
             return ids
 
     def _known_id(self, tool_id: object) -> str:
@@ -667,9 +674,10 @@ class Retriever:
         if not report.changed:
             return
         dim = self._meta.encoder.dim
+        had_graph = dense_kind(setup.semantic_config(self._meta.semantic), len(self._ids)) == "hnsw"
         # one change, refused if the catalog is no longer the one planned for (another writer, a rebuild
         # with another encoder): new ids appended, known ones replaced in place, the pruned ones removed
-        self._store.put_tools(
+        version = self._store.put_tools(
             [ids[i] for i in changed],
             [records[i] for i in changed],
             np.stack([embeddings[i] for i in changed]) if changed else np.empty((0, dim), np.float32),
@@ -682,7 +690,9 @@ class Retriever:
         if report.removed:
             self._states_stale = True  # the remaining states, into a fresh copy (as remove_tools)
         self._load_catalog()
-        self._search_index()
+        if self._search_index().dense.kind == "flat" and had_graph and self._catalog_version == version:
+            setup.drop_graph(self._store, version)  # a pruned pool below hnsw_threshold (an HNSW one:
+            # build_index saved the graph it built, or attached the saved one that still fits)
 
     # ---- inspection --------------------------------------------------------------------------------
     def refresh(self) -> None:
@@ -882,6 +892,9 @@ class Retriever:
         index, self._index = self._index, None  # an index that fails half-way through follow is dropped
         if index is not None and (
             index.config != setup.semantic_config(self._meta.semantic)
+            # an HNSW graph is not followed (removals would rebuild it here): the next search attaches
+            # the graph the writer saved for the new pool, as a process opening the store does
+            or (index.dense.kind == "hnsw" and index.tool_ids != list(stored.ids))
             or not index.follow(entries, stored.embeddings)  # type: ignore[arg-type]
         ):
             index = None
@@ -900,7 +913,8 @@ class Retriever:
             assert self._unindexed is not None
             tools, embeddings = self._unindexed
             config = setup.semantic_config(self._meta.semantic)
-            self._index = setup.build_index(self._store, tools, embeddings, config)
+            version = self._catalog_version if self._catalog_version >= 0 else None  # of this pool
+            self._index = setup.build_index(self._store, tools, embeddings, config, version)
             self._unindexed = None
         return self._index
 
@@ -1007,6 +1021,15 @@ class Retriever:
         """Our own write moved the catalog version by one: no reload needed (else someone else wrote too)."""
         if version == self._catalog_version + 1:
             self._catalog_version = version
+
+    def _settle_graph(self, version: int, had_graph: bool) -> None:
+        """After our own add or removal (stored as catalog ``version``, applied to the index): the index
+        takes the dense kind the new size calls for, and its HNSW graph is saved for the next process to
+        open the store, or a graph no longer used is dropped (``setup.settle_graph``). Only when no other
+        writer's change came in between: then the index holds exactly the stored catalog (otherwise the
+        next refresh reloads it, and whoever builds that catalog's graph saves it)."""
+        if self._catalog_version == version and self._index is not None:
+            self._index = setup.settle_graph(self._store, self._index, version, had_graph)
 
 
 # ---- helpers -----------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ __all__ = [
     "closing_on_error",
     "default_encoder",
     "describe_db",
+    "drop_graph",
     "encode_tools",
     "parse_record",
     "policy_params",
@@ -44,6 +45,7 @@ __all__ = [
     "rated_version",
     "replace_catalog",
     "semantic_config",
+    "settle_graph",
     "unit_rows",
 ]
 
@@ -108,16 +110,22 @@ def _tool_rows(tools: Sequence[Tool], embeddings: np.ndarray, prior: PriorResult
 
 
 def build_index(
-    store: Store, tools: Sequence[StoredTool], embeddings: np.ndarray, config: SemanticConfig
+    store: Store,
+    tools: Sequence[StoredTool],
+    embeddings: np.ndarray,
+    config: SemanticConfig,
+    version: int | None = None,
 ) -> SemanticIndex:
     """The semantic index of the pool ``tools``: its lexical part restored from the store's snapshot where
     one fits (then only the records of tools appended since are parsed, for their text), else built from
     every tool's text (every record parsed: a damaged one raises ``IndexFormatError`` here); a snapshot is
     saved again when there was none that fitted or when following it took changes to a tenth of the pool
     or more. Likewise an HNSW dense part (above ``hnsw_threshold`` tools) is attached to the graph saved
-    for exactly this pool, else built and its graph saved. Reading and saving are best effort (a snapshot
-    the store cannot give is no snapshot; a busy or read-only store keeps the old one, or none: the next
-    process builds the index)."""
+    for exactly this pool, else built and its graph saved: only while the store's catalog version is still
+    ``version`` when given (the one ``tools`` were read at), so that a graph of a catalog another writer
+    has changed since never replaces the graph saved for the catalog stored now. Reading and saving are
+    best effort (a snapshot the store cannot give is no snapshot; a busy or read-only store keeps the old
+    one, or none: the next process builds the index)."""
     from rated.index import hnsw_snapshot, snapshot
     from rated.index.semantic import SemanticIndex, dense_kind
 
@@ -137,8 +145,42 @@ def build_index(
     if restored is None or changed * 10 >= len(tools):
         _save_cached(store, snapshot.NAME, snapshot.dump(index, digests))
     if dense is None:  # a graph was built (None for a flat index): the next process attaches it
-        _save_cached(store, hnsw_snapshot.NAME, hnsw_snapshot.dump(index.dense))
+        _save_cached(store, hnsw_snapshot.NAME, hnsw_snapshot.dump(index.dense), version)
     return index
+
+
+def settle_graph(store: Store, index: SemanticIndex, version: int, had_graph: bool) -> SemanticIndex:
+    """After this process's own add or removal left the store at catalog ``version`` and ``index`` holding
+    exactly that catalog: ``index``, or the same pool with the dense kind its size now calls for (a change
+    that crossed ``hnsw_threshold``; the lexical part is kept, not rebuilt), as a process opening the store
+    builds it. On an HNSW dense part its graph (grown by the add, rebuilt by the removal, or just built) is
+    saved, so that the next process to open the store attaches it instead of building it; on a flat one
+    the graph saved for the pool before the change (``had_graph``) is dropped. Both only while the catalog
+    version is still ``version`` (checked by the store inside the write): of two writers, the one whose
+    change came first never replaces or drops what the later one saved. Best effort, as ``build_index``'s
+    own saving (the graph is labelled by the pool it links, so a graph that is not saved costs the next
+    opener a build, never a wrong answer)."""
+    from rated.index import hnsw_snapshot
+    from rated.index.semantic import SemanticIndex, dense_kind
+
+    if index.dense.kind != dense_kind(index.config, len(index)):
+        index = SemanticIndex.build(index.tools, index.dense.vectors, index.config, lexical=index.lexical)
+    if index.dense.kind == "hnsw":
+        _save_cached(store, hnsw_snapshot.NAME, hnsw_snapshot.dump(index.dense), version)
+    elif had_graph:
+        drop_graph(store, version)
+    return index
+
+
+def drop_graph(store: Store, version: int) -> None:
+    """Delete the saved HNSW graph while the catalog version is ``version`` (a pool that no longer uses
+    one: no process would attach it, and it held the store's space). Best effort."""
+    from rated.index import hnsw_snapshot
+
+    try:
+        store.delete_cached(hnsw_snapshot.NAME, catalog_version=version)
+    except StoreError as exc:
+        log.debug("%s not deleted: %s", hnsw_snapshot.NAME, exc)
 
 
 def _load_cached(store: Store, name: str) -> bytes | None:
@@ -149,11 +191,14 @@ def _load_cached(store: Store, name: str) -> bytes | None:
         return None
 
 
-def _save_cached(store: Store, name: str, data: bytes | None) -> None:
+def _save_cached(store: Store, name: str, data: bytes | None, version: int | None = None) -> None:
     if data is None:
         return
     try:
-        store.save_cached(name, data)
+        if version is None:
+            store.save_cached(name, data)
+        else:
+            store.save_cached(name, data, catalog_version=version)
     except StoreError as exc:
         log.debug("%s not saved: %s", name, exc)
 
