@@ -92,3 +92,24 @@ def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         stored_tool, "parse_record", lambda rec, tid, where: seen.append(tid) or real(rec, tid, where)
     )
     return seen
+
+
+@pytest.fixture(scope="session")
+def filter_catalog() -> list:
+    """Five tools with distinct platforms, tags, providers and auth kinds, for the filtered-retrieval tests
+    of every surface (HTTP, MCP, CLI): each filter key separates some of them."""
+    from rated import Tool
+    from rated.catalog.schema import Auth
+
+    return [
+        Tool(id="gmail.send", name="send_email", description="Send an email message", source="mcp",
+             tags=("mail",), provider="google", auth=Auth(type="oauth2")),
+        Tool(id="outlook.send", name="send_mail", description="Send an email message now",
+             source="langchain", tags=("mail", "office"), provider="microsoft", auth=Auth(type="oauth2")),
+        Tool(id="smtp.send", name="smtp_send", description="Send an email over SMTP", source="n8n",
+             tags=("mail",), auth=Auth(type="basic")),
+        Tool(id="slack.post", name="post_message", description="Post a message on Slack", source="n8n",
+             tags=("chat",), provider="slack", auth=Auth(type="api_key")),
+        Tool(id="weather", name="weather_forecast", description="Weather forecast for a city", source="mcp",
+             auth=Auth(type="none")),
+    ]  # fmt: skip

@@ -106,9 +106,16 @@ VALID_HINTS = st.sampled_from(["30", "0", "1.5", "Wed, 21 Oct 2015 07:28:00 GMT"
 HINTS = VALID_HINTS | TEXT
 HEADER_NAMES = st.sampled_from(["Retry-After", "retry-after-ms", "RateLimit-Reset", "X-RateLimit-Reset"])
 HEADERS = st.dictionaries(HEADER_NAMES | TEXT, HINTS | JSON, max_size=4)
+FILTER_VALUE = st.lists(st.sampled_from([*IDS, "none", "oauth2", "n8n"]) | TEXT, max_size=3) | TEXT | JSON
+WHERE = (
+    st.fixed_dictionaries(  # rated.tool_filter's keys; unknown ones and junk values as well
+        {}, optional=dict.fromkeys(["tools", "exclude", "source", "tags", "provider", "auth"], FILTER_VALUE)
+    )
+    | JSON
+)
 BODIES = {
-    "/retrieve": near_valid({"query": QUERY, "k": K}),
-    "/retrieve/batch": near_valid({"queries": st.lists(QUERY, max_size=4), "k": K}),
+    "/retrieve": near_valid({"query": QUERY, "k": K, "where": WHERE}),
+    "/retrieve/batch": near_valid({"queries": st.lists(QUERY, max_size=4), "k": K, "where": WHERE}),
     "/feedback": near_valid(
         {
             "tool_id": st.sampled_from(IDS) | TEXT,

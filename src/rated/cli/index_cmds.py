@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import time
 from typing import Any
 
@@ -15,10 +16,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from rated.catalog.export import FORMATS, tool_definitions
+from rated.catalog.schema import AuthType
 from rated.cli.output import console, print_json
 from rated.errors import ConfigError
 from rated.outcome import OutcomeKind
 from rated.shown import shown
+from rated.tool_filter import ToolFilter
+from rated.tool_filter_names import named_as
 
 __all__ = ["add_db_argument", "register"]
 
@@ -63,6 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="print JSON with the tools as this model API's definitions (tools) and the id of each name "
         "they are called by (tool_ids): pass tools to the API, map the called name back with tool_ids",
     )
+    _filter_arguments(p)
     _json(p)
     p.set_defaults(handler=_search)
 
@@ -120,6 +125,41 @@ def add_db_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+# rated.tool_filter's keys as search options, each repeatable: key -> (option, metavar, help)
+_FILTER_OPTIONS = {
+    "tools": ("--only", "ID", "only this tool id"),
+    "exclude": ("--exclude", "ID", "never this tool id (e.g. one that just failed)"),
+    "source": ("--source", "S", "only tools of this platform (langchain, n8n, mcp, ...; any case)"),
+    "tags": ("--tag", "T", "only tools with this tag (any case)"),
+    "provider": ("--provider", "P", "only tools of this provider"),
+    "auth": ("--auth", "KIND", f"only tools of this auth kind ({', '.join(AuthType)})"),
+}
+_FILTER_NAMES = {key: option for key, (option, _, _) in _FILTER_OPTIONS.items()}  # in its errors
+
+
+def _filter_arguments(p: argparse.ArgumentParser) -> None:
+    group = p.add_argument_group(
+        "filter",
+        "rank only the tools these allow: a tool must pass every option given, and one of the values of "
+        "an option given more than once (each option is repeatable)",
+    )
+    for key, (option, metavar, text) in _FILTER_OPTIONS.items():
+        group.add_argument(option, dest=key, action="append", metavar=metavar, help=text)
+
+
+def _tool_filter(args: argparse.Namespace) -> ToolFilter | None:
+    """The filter the options make (None without any); a bad auth kind is a QueryError."""
+    return ToolFilter.parse({key: getattr(args, key) for key in _FILTER_OPTIONS})
+
+
+def _shown_filter(where: ToolFilter | None) -> str:
+    """``where`` as the options that make it, e.g. ``--exclude gmail.send --source mcp``."""
+    given = where.as_dict() if where is not None else {}
+    return shlex.join(
+        [part for key, values in given.items() for v in values for part in (_FILTER_NAMES[key], v)]
+    )
+
+
 def _json(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
 
@@ -165,8 +205,10 @@ def _index(args: argparse.Namespace) -> int:
 def _search(args: argparse.Namespace) -> int:
     from rated.retriever import Retriever
 
-    with Retriever.open(args.db) as r:
-        hits = r.retrieve(args.query, k=args.k)
+    with named_as(_FILTER_NAMES):
+        where = _tool_filter(args)  # checked before the database is opened
+        with Retriever.open(args.db) as r:
+            hits = r.retrieve(args.query, k=args.k, where=where)
     degraded = any(h.degraded for h in hits)
     if args.format is not None:  # still a file rated reads back: load_catalog takes {"tools": [...]}
         defs = tool_definitions(hits, args.format)
@@ -184,6 +226,11 @@ def _search(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {"query": args.query, "k": args.k, "degraded": degraded, "hits": [h.to_dict() for h in hits]}
+        )
+        return 0
+    if not hits:  # only a filter can leave nothing: the index is never empty
+        console.print(
+            f"no tool matches the filter ({escape(_shown_filter(where))})", soft_wrap=True, highlight=False
         )
         return 0
     table = Table(title=f"top {len(hits)} for {escape(repr(args.query))}", title_justify="left")

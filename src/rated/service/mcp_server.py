@@ -23,11 +23,14 @@ from rated.errors import ConfigError, RatedError
 from rated.outcome import OutcomeKind
 from rated.retriever import Retriever
 from rated.service.actions import checked_k, record_feedback
+from rated.service.filter_values import FilterValue
 from rated.service.reopen import Reopening
-from rated.service.schemas import FeedbackOut, RetrieveOut
+from rated.service.schemas import WHERE_KEYS, FeedbackOut, RetrieveOut
 from rated.service.settings import Settings
 from rated.service.tool_headers import ToolHeaders
 from rated.shown import clipped
+from rated.tool_filter import ToolFilter
+from rated.tool_filter_names import named_as
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -54,7 +57,10 @@ FIND_TOOLS = (
     "tool's id, description and parameters, a score, and whether it currently looks healthy. degraded is "
     "true when no candidate looked healthy (the list is ranked anyway). With format (openai, "
     "openai_responses, anthropic or mcp), each hit also has its definition for that model API and "
-    "call_name, the name it is called by there; report outcomes with the id."
+    "call_name, the name it is called by there; report outcomes with the id. To choose among some tools "
+    "only, give exclude (ids not to return, e.g. a tool that just failed for this task: you get the next "
+    "best ones), only (the ids you may call), source, tags, provider or auth; a tool must match every one "
+    "given. No hits means no tool matches them."
 )
 REPORT_OUTCOME = (
     "Report how a call of a tool went, so that failing tools are demoted until they recover. Give either "
@@ -103,6 +109,22 @@ RetryAfter = Annotated[
 ]
 
 
+def _filter_param(key: str) -> Any:
+    """A filter key (``rated.tool_filter``) as an optional argument: flat arguments, which a model fills in
+    more reliably than a nested object."""
+    return Annotated[FilterValue, Field(description=WHERE_KEYS[key] + "; a list of strings, or one string")]
+
+
+Exclude = _filter_param("exclude")
+Only = _filter_param("tools")  # not "tools", which a model could take for the tools it is asking for
+Source = _filter_param("source")
+Tags = _filter_param("tags")
+Provider = _filter_param("provider")
+AuthKinds = _filter_param("auth")
+# how a filter error names the argument at fault: "argument 'only': unknown tool id: 'x'"
+_FILTER_ERRORS = {key: f"argument {key!r}" for key in WHERE_KEYS} | {"tools": "argument 'only'"}
+
+
 def _k_param(max_k: int) -> Any:
     # the bounds are in the schema only: out of range, k gets this service's own message, not pydantic's
     return Annotated[
@@ -129,10 +151,25 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
     settings = settings or Settings()
     serving = Reopening(retriever, restart_hint="restart the MCP server (rated mcp)")
 
-    def find_tools(query: Task, k: int = settings.default_k, format: ToolFormat = None) -> RetrieveOut:
-        with _as_tool_error("find_tools", ToolError):
+    def find_tools(
+        query: Task,
+        k: int = settings.default_k,
+        format: ToolFormat = None,
+        exclude: Exclude = None,
+        only: Only = None,
+        source: Source = None,
+        tags: Tags = None,
+        provider: Provider = None,
+        auth: AuthKinds = None,
+    ) -> RetrieveOut:
+        given = {"exclude": exclude, "tools": only, "source": source, "tags": tags}
+        given |= {"provider": provider, "auth": auth}
+        with _as_tool_error("find_tools", ToolError), named_as(_FILTER_ERRORS):
             k = checked_k(k, settings)
-            return serving.call(lambda r: RetrieveOut.of(query, k, r.retrieve(query, k=k), format))
+            where = ToolFilter.parse(given)
+            return serving.call(
+                lambda r: RetrieveOut.of(query, k, r.retrieve(query, k=k, where=where), format)
+            )
 
     def report_outcome(
         tool_id: ToolId,

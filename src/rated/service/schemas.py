@@ -10,8 +10,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from rated.catalog.export import ExportFormat, tool_definitions
+from rated.catalog.schema import AuthType
 from rated.retriever import Hit, ToolHealth
+from rated.service.filter_values import FilterValue
 from rated.service.tool_headers import ToolHeaders
+from rated.tool_filter import ToolFilter
 
 __all__ = [
     "ErrorOut",
@@ -30,6 +33,8 @@ __all__ = [
     "ToolsSyncIn",
     "ToolsSyncOut",
     "ToolsOut",
+    "WHERE_KEYS",
+    "WhereIn",
 ]
 
 
@@ -47,16 +52,60 @@ _FORMAT = (
 )
 
 
+# What each filter key allows, for the HTTP schema and the MCP arguments alike (rated.tool_filter).
+WHERE_KEYS = {
+    "tools": "only these tool ids (an empty list allows no tool)",
+    "exclude": "never these tool ids, e.g. tools that just failed for this task",
+    "source": "only tools of these platforms (langchain, n8n, mcp, openai, custom, ...; any case)",
+    "tags": "only tools with any of these tags (any case)",
+    "provider": "only tools of these providers (a tool without one is its own provider, under its id)",
+    "auth": f"only tools with these auth kinds: {', '.join(AuthType)} (any case)",
+}
+_ONE_OR_MORE = "; a string or a list of strings"
+
+
+def _where_field(key: str) -> Any:
+    return Field(None, description=WHERE_KEYS[key] + _ONE_OR_MORE)
+
+
+class WhereIn(_In):
+    """Rank only the tools this allows: a tool must pass every key given, and within a key any of its values.
+    An unknown tool id (tools, exclude) is a 404 naming the key; a filter that allows no tool is an empty
+    answer, not an error."""
+
+    tools: FilterValue = _where_field("tools")
+    exclude: FilterValue = _where_field("exclude")
+    source: FilterValue = _where_field("source")
+    tags: FilterValue = _where_field("tags")
+    provider: FilterValue = _where_field("provider")
+    auth: FilterValue = Field(
+        None,
+        description=WHERE_KEYS["auth"] + _ONE_OR_MORE,
+        examples=[["none", "api_key"]],
+    )
+
+    def parsed(self) -> ToolFilter | None:
+        """The library's filter (``None`` when it constrains nothing); a bad auth kind is a QueryError."""
+        return ToolFilter.parse(self.model_dump(exclude_none=True))
+
+
+_WHERE = "rank only the tools this allows (default: every tool); see WhereIn"
+
+
 class RetrieveIn(_In):
     query: str = Field(description="what the agent wants to do, in natural language")
     k: int | None = Field(None, ge=1, description="how many tools to return (default: the service's)")
     format: ExportFormat | None = Field(None, description=_FORMAT)
+    where: WhereIn | None = Field(
+        None, description=_WHERE, examples=[{"exclude": ["gmail.send"], "source": "mcp"}]
+    )
 
 
 class RetrieveManyIn(_In):
     queries: list[str]
     k: int | None = Field(None, ge=1)
     format: ExportFormat | None = Field(None, description=_FORMAT + " (unique within each result)")
+    where: WhereIn | None = Field(None, description=_WHERE + " (the same for every query)")
 
 
 class FeedbackIn(_In):
