@@ -196,11 +196,14 @@ def table(doc: dict) -> Table:
             f"{totals[mode]:.2f}",
             ", ".join(f"{t:.2f}" for t in total),
         )
+    writer = []
     for step, run in doc["writer"].items():
         total = run["open s"] + run["first search s"]
-        built = "graph built" if run["graph built"] else "graph attached"
+        writer.append(
+            f"{step} {run['writer s']:.2f} s, then the open {'built' if run['graph built'] else 'attached'}"
+        )
         out.add_row(
-            f"after a writer's {step} ({run['writer s']:.2f} s; {built})",
+            f"after a writer's {step}",
             f"{run['open s']:.2f}",
             f"{run['first search s']:.2f}",
             f"{total:.2f}",
@@ -209,7 +212,8 @@ def table(doc: dict) -> Table:
     out.caption = (
         f"built / saved: {totals['graph built'] / totals['saved graph']:.1f}x; graph blob "
         f"{doc['graph blob bytes per tool']:.0f} bytes a tool; index (from_catalog) "
-        f"{doc['index (from_catalog) s']:.1f} s; same top-10 both ways: {doc['same top-10']}"
+        f"{doc['index (from_catalog) s']:.1f} s; same top-10 both ways: {doc['same top-10']}; the "
+        f"writer's {'; '.join(writer)} its graph"
     )
     return out
 
