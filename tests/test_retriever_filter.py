@@ -67,6 +67,20 @@ def test_a_filtered_answer_is_the_unfiltered_ranking_of_the_allowed_tools(retrie
     assert [h.rank for h in got] == list(range(1, len(got) + 1))
 
 
+@pytest.mark.parametrize("semantic", [{"fusion": "rrf"}, {"fusion": "rrf", "lexical": "bm25"}])
+def test_with_rrf_fusion_too_a_filtered_answer_is_the_unfiltered_ranking_of_the_allowed_tools(semantic):
+    """RRF's S_sem is a rank: ranked among the allowed tools only, it changed with the filter."""
+    with Retriever.from_catalog(tools(), encoder=HashEncoder(64), semantic=semantic) as r:
+        everything = r.retrieve(QUERY, k=len(r))
+        for where, keep in (
+            ({"source": "n8n"}, lambda t: t.source == "n8n"),
+            ({"tags": "odd"}, lambda t: "odd" in t.tags),
+        ):
+            allowed = [h for h in everything if keep(h.tool)]
+            got = r.retrieve(QUERY, k=4, where=where)
+            assert [(h.id, h.semantic) for h in got] == [(h.id, h.semantic) for h in allowed[:4]]
+
+
 def test_a_filter_object_and_keywords_agree_and_nothing_allowed_is_an_empty_answer(retriever):
     as_object = retriever.retrieve(QUERY, k=3, where=ToolFilter(source={"langchain"}))
     assert ids(as_object) == ids(retriever.retrieve(QUERY, k=3, where={"source": ["LangChain"]}))

@@ -2,6 +2,7 @@
 unfiltered; an HNSW index scores few allowed tools exactly and searches its graph wider for many."""
 
 import numpy as np
+import pytest
 
 from rated.catalog.schema import Tool
 from rated.catalog.text import tool_text
@@ -79,5 +80,59 @@ def test_hnsw_scores_exactly_when_the_graph_would_be_searched_wide(monkeypatch):
     allowed = np.arange(74, 300)  # 74 barred: 3 + 74 graph results would be over a quarter of the pool
     assert answer(idx, allowed) == exact(allowed, 3)
     assert calls == []
-    allowed = np.arange(0, 300, 5)  # 60 allowed, 240 barred: 3 x 300 / 60 = 15 from the graph
-    assert len(answer(idx, allowed)) == 3 and calls == [15]
+    allowed = np.arange(0, 300, 5)  # 60 allowed, 240 barred: 3 x 300 / 60 = 15 from the graph,
+    # which holds fewer than 3 allowed tools (1 in 5 is allowed, 1 in 20 about email): 4 x wider
+    assert answer(idx, allowed) == exact(allowed, 3)
+    assert calls == [15, 60]
+    calls.clear()
+    allowed = np.arange(1, 300, 4)  # 75 weather tools: 12 from the graph, then 48, all about email,
+    assert answer(idx, allowed) == exact(allowed, 3)  # and 192 would be over a quarter: exactly
+    assert calls == [12, 48]
+
+
+def clustered(kind: str, **config) -> tuple[SemanticIndex, np.ndarray, np.ndarray, str]:
+    """Two clusters of 1,000 tools (embeddings only: their texts share no word with the query), the
+    query in cluster A, and a filter allowing cluster B and 40 tools of A: the graph's neighbourhood of
+    the query holds few allowed tools, though the filter allows half of the pool."""
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(2, 32))
+    side = np.arange(2000) % 2
+    emb = centers[side] + 0.35 * rng.normal(size=(2000, 32))
+    emb = (emb / np.linalg.norm(emb, axis=1, keepdims=True)).astype(np.float32)
+    words = ["alpha", "beta", "gamma", "delta", "omega", "sigma"]
+    pool = [
+        Tool(id=f"c{i}", name=f"tool_{i}", description=f"{words[i % 6]} {words[i // 6 % 6]}")
+        for i in range(2000)
+    ]
+    idx = SemanticIndex.build(pool, emb, SemanticConfig(dense_kind=kind, candidates=10, **config))
+    allowed = np.sort(np.concatenate([np.flatnonzero(side == 1), np.flatnonzero(side == 0)[::25]]))
+    vec = (centers[0] / np.linalg.norm(centers[0])).astype(np.float32)
+    return idx, allowed, vec, "fetch the quarterly invoices"
+
+
+@pytest.mark.parametrize("lexical", ["tfidf", "bm25"])
+def test_hnsw_finds_the_allowed_tools_near_the_query_when_the_filter_goes_against_it(lexical):
+    """A filter whose allowed tools are rare near the query (a platform with few tools for this task): the
+    graph's proportional widening holds one or two of them, and the lexical part (no word in common)
+    filled the rest with arbitrary allowed tools; the allowed tools near the query are scored now."""
+    flat, allowed, vec, query = clustered("flat", lexical=lexical)
+    hnsw = clustered("hnsw", lexical=lexical)[0]
+    assert len(allowed) == 1040 and hnsw.dense.kind == "hnsw"
+    expected = flat.search(query, vec, 10, allowed)
+    got = hnsw.search(query, vec, 10, allowed)
+    assert got[0].tolist() == expected[0].tolist()
+    assert np.allclose(got[1], expected[1])
+
+
+def test_rrf_ranks_the_allowed_tools_as_the_unfiltered_search_does():
+    """RRF scores are ranks: ranked among the allowed tools only, S_sem and the order changed with the
+    filter; ranked over the whole pool, a filtered answer is the unfiltered ranking of the allowed tools."""
+    for lexical in ("tfidf", "bm25"):
+        idx = SemanticIndex.build(POOL, EMB, SemanticConfig(fusion="rrf", lexical=lexical))
+        _, s = idx.scores(QUERY, VEC)
+        rng = np.random.default_rng(1)
+        for size in (2, 7, 40, 150, 299):
+            allowed = np.sort(rng.choice(300, size=size, replace=False))
+            pos, got = idx.search(QUERY, VEC, 10, allowed)
+            assert pos.tolist() == sorted(allowed.tolist(), key=lambda p: (-s[p], p))[:10]
+            assert np.array_equal(got, s[pos])

@@ -49,6 +49,7 @@ __all__ = [
 
 LEXICAL_KINDS = ("bm25", "tfidf", "none")
 _EXACT_ALLOWED = 16  # a filter allowing at most this many times the candidates is scored exactly
+_WIDEN = 4  # a graph search short of allowed tools is repeated this many times wider
 FUSIONS = ("convex", "rrf")
 
 
@@ -297,7 +298,12 @@ class SemanticIndex:
         does anyway) or when the graph would have to be searched wide. With an approximate index, each
         retriever is asked for ``max(candidates, at_least)``, plus the number of tools barred when few
         are, else in proportion to the share allowed; when their union is still short of ``min(at_least,
-        pool)`` (an HNSW graph need not reach every node), all."""
+        pool)`` (an HNSW graph need not reach every node), all.
+
+        The graph must also hold enough allowed tools (``_graph_allowed``): a filter can go against the
+        query (a platform with few tools for this task), so that the tools near the query are rarely
+        allowed, and the lexical candidates, taken among the allowed tools whatever their words, would
+        hide the shortfall."""
         n = max(self.config.candidates, int(at_least))
         if self._dense.kind == "flat" or (allowed is not None and len(allowed) <= _EXACT_ALLOWED * n):
             return allowed
@@ -310,8 +316,14 @@ class SemanticIndex:
             return allowed
         parts = []
         if query_vec is not None:
-            pos, _ = self._dense.search(query_vec, wide)
-            parts.append(pos[pos >= 0])
+            if allowed is None:
+                pos, _ = self._dense.search(query_vec, wide)
+                parts.append(pos[pos >= 0])
+            else:
+                near = self._graph_allowed(query_vec, wide, allowed, int(at_least))
+                if near is None:
+                    return allowed
+                parts.append(near)
         if self._lexical is not None:
             lex = self._lexical.scores(query)
             if allowed is None:
@@ -319,9 +331,28 @@ class SemanticIndex:
             else:
                 parts.append(allowed[top_k(lex[allowed], n)[0]])
         cand = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
-        if allowed is not None:
-            cand = cand[np.isin(cand, allowed, assume_unique=True)]
         return allowed if len(cand) < min(int(at_least), pool) else cand
+
+    def _graph_allowed(
+        self, query_vec: np.ndarray, wide: int, allowed: np.ndarray, enough: int
+    ) -> np.ndarray | None:
+        """The allowed tools among the graph's ``wide`` nearest, searched ``_WIDEN`` times wider while
+        fewer than ``enough`` are allowed (the filter goes against the query). ``None`` (score the allowed
+        tools exactly) once the search would be wider than the allowed tools or a quarter of the pool (a
+        graph search costs about what scoring as many tools exactly does, and scoring over a quarter of
+        the pool costs the whole pool), or when the graph reaches no more tools than it returned."""
+        enough = min(enough, len(allowed))
+        limit = min(len(allowed), len(self) // 4)
+        while True:
+            pos, _ = self._dense.search(query_vec, wide)
+            pos = pos[pos >= 0]
+            reached = len(pos)
+            pos = pos[np.isin(pos, allowed, assume_unique=True)]
+            if len(pos) >= enough:
+                return pos
+            wide *= _WIDEN
+            if wide > limit or reached < wide // _WIDEN:
+                return None
 
     def scores(
         self,
@@ -333,10 +364,16 @@ class SemanticIndex:
         """``(positions, S_sem)``: scored positions (``None``: the whole pool, in order) and their S_sem;
         at least ``min(at_least, len(self))`` positions when the dense index is approximate. ``allowed``:
         sorted positions (a filter's) that the scored ones are taken from. A lexical score normalised per
-        query is normalised over the whole pool, so that a filter does not change S_sem."""
+        query is normalised over the whole pool, and with a flat dense index RRF ranks over the whole pool,
+        so that a filter does not change S_sem. (With an HNSW one, RRF ranks the scored candidates, which
+        are the graph's and the filter's: S_sem is then a rank among those, filtered or not.)"""
         if not isinstance(query, str):
             raise QueryError(f"query must be a string, got {type(query).__name__}")
         cfg = self.config
+        if allowed is not None and cfg.fusion == "rrf" and self._dense.kind == "flat":
+            # a rank among the allowed tools is not the tool's rank: rank the pool, as unfiltered
+            _, fused = self.scores(query, query_vec, at_least)
+            return allowed, fused[allowed]
         use_dense = query_vec is not None and cfg.dense_weight > 0
         use_lex = self._lexical is not None and (cfg.dense_weight < 1 or not use_dense)
         if not use_dense and not use_lex:
