@@ -1,6 +1,7 @@
 """retrieve(where=...): the top-K of the tools a filter allows, ranked as the unfiltered search ranks them."""
 
 import asyncio
+import sqlite3
 
 import pytest
 
@@ -155,3 +156,21 @@ def test_an_hnsw_index_finds_allowed_tools_its_graph_search_would_not_reach(tmp_
         wide = {"exclude": [h.id for h in flat.retrieve(QUERY, k=3)]}  # most of the pool: graph + filter
         got = hnsw.retrieve(QUERY, k=5, where=wide)
         assert len(got) == 5 and not set(ids(got)) & set(wide["exclude"])
+
+
+def test_a_damaged_stored_record_does_not_fail_every_query_filtered_by_platform(tmp_path):
+    """Without a lexical index the search needs no tool text: only queries meeting the damaged tool fail
+    unfiltered, and a filter by platform (which reads every tool's record) answers without it."""
+    db = tmp_path / "damaged.db"
+    semantic = {"lexical": "none", "dense_weight": 1.0}
+    Retriever.from_catalog(tools(), db=db, encoder=HashEncoder(64), semantic=semantic).close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE tools SET record = ? WHERE id = ?", ('{"id": "broken"', "t7"))
+    conn.close()
+    with Retriever.open(db) as r:
+        for where, keep in (
+            ({"source": "n8n"}, "n8n"),
+            ({"source": "langchain", "tags": "odd"}, "langchain"),
+        ):
+            hits = r.retrieve("weather in Oslo", k=3, where=where)
+            assert len(hits) == 3 and all(h.tool.source == keep and h.id != "t7" for h in hits)

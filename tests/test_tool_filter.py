@@ -1,11 +1,14 @@
 """ToolFilter: what a filter given as JSON or keywords means, and the pool positions it allows."""
 
+import logging
+
 import numpy as np
 import pytest
 
 from rated import Tool
 from rated.catalog.schema import Auth
 from rated.errors import QueryError, UnknownToolError
+from rated.stored_tool import StoredTool
 from rated.tool_filter import FILTER_KEYS, PoolFilter, ToolFilter
 
 POOL = [
@@ -109,3 +112,26 @@ def test_ids_match_in_either_unicode_normal_form():
     pf = PoolFilter(pool, {t.id: p for p, t in enumerate(pool)})
     assert pf.positions(ToolFilter(exclude={"cafe\u0301"})).tolist() == [1]  # typed decomposed
     assert pf.positions(ToolFilter(tools={"cafe\u0301", "other"})).tolist() == [0, 1]
+
+
+def test_ids_match_in_either_normal_form_even_when_typed_in_neither():
+    """An id typed half composed, half decomposed (pasted pieces) is in neither form: each is tried."""
+    stored = "cafe\u0301 de\u0301ja\u0300"  # decomposed, as the catalog holds it
+    pool = [Tool(id=stored, name="cafe"), Tool(id="other", name="other")]
+    pf = PoolFilter(pool, {t.id: p for p, t in enumerate(pool)})
+    typed = "caf\u00e9 de\u0301ja\u0300"  # "é" composed, the rest decomposed
+    assert pf.positions(ToolFilter(exclude={typed})).tolist() == [1]
+    assert pf.positions(ToolFilter(tools={typed})).tolist() == [0]
+
+
+def test_a_tool_whose_stored_record_is_damaged_matches_no_platform_tag_provider_or_auth(caplog):
+    """Its record cannot say what it is (nor can it be returned): the filter answers without it, instead
+    of failing every query filtered by a platform, tag, provider or auth kind while it stays damaged."""
+    entries = [StoredTool.of(t, t.model_dump_json()) for t in POOL]
+    entries[1] = StoredTool("b", '{"id": "broken"', "demo.db")
+    pf = PoolFilter(entries, {t.id: p for p, t in enumerate(entries)})
+    with caplog.at_level(logging.WARNING, logger="rated.tool_filter"):
+        assert [entries[p].id for p in pf.positions(ToolFilter(source={"n8n", "mcp"}))] == ["d"]
+        assert [entries[p].id for p in pf.positions(ToolFilter(provider={"acme"}))] == ["a"]
+        assert pf.positions(ToolFilter(exclude={"a"})).tolist() == [1, 2, 3]  # ids need no record
+    assert "'b'" in caplog.text and "damaged" in caplog.text

@@ -13,8 +13,10 @@ Keys (all optional; a tool must pass every key given, and within a key any of th
   compared case-insensitively;
 - ``provider``: the providers (a tool without one is its own provider, under its id).
 
-S_sem of a tool does not depend on the filter (with the default convex fusion), so a filtered answer is
-the unfiltered ranking of the allowed tools.
+S_sem of a tool does not depend on the filter (with a flat dense index whatever the fusion; with an
+HNSW one, with the default convex fusion: RRF then ranks the candidates scored), so a filtered answer is
+the unfiltered ranking of the allowed tools. A tool whose stored record is damaged matches no platform,
+tag, provider or auth kind (its record cannot say; nor could it be returned); ids need no record.
 
 >>> f = ToolFilter.parse({"source": "LangChain", "exclude": ["tavily_search"]})
 >>> sorted(f.source), sorted(f.exclude)
@@ -25,6 +27,8 @@ True
 
 from __future__ import annotations
 
+import logging
+import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -33,9 +37,8 @@ from typing import Any
 import numpy as np
 
 from rated.catalog.schema import AuthType
-from rated.errors import QueryError, UnknownToolError
+from rated.errors import IndexFormatError, QueryError, UnknownToolError
 from rated.shown import shown
-from rated.store.rows import other_normal_form
 
 __all__ = ["FILTER_KEYS", "PoolFilter", "ToolFilter"]
 
@@ -43,6 +46,7 @@ FILTER_KEYS = ("tools", "exclude", "source", "tags", "provider", "auth")
 _FOLDED = ("source", "tags", "auth")  # compared case-insensitively
 _AUTH_KINDS = frozenset(a.value for a in AuthType)
 _RECENT = 16  # filters whose positions a pool keeps
+log = logging.getLogger("rated.tool_filter")
 
 
 @dataclass(frozen=True)
@@ -127,9 +131,9 @@ def _strings(key: str, value: object) -> frozenset[str]:
 class PoolFilter:
     """A pool's tools by id, platform, tag, provider and auth kind, to turn a ``ToolFilter`` into positions.
 
-    Built for one pool (the retriever drops it when the pool changes). Ids and providers are read from the
-    stored entries at once; platforms, tags and auth kinds need each tool's record parsed, so they are
-    indexed the first time a filter asks for them.
+    Built for one pool (the retriever drops it when the pool changes). Ids are read from the stored
+    entries; platforms, tags, providers and auth kinds need each tool's record parsed, so each is indexed
+    the first time a filter asks for it. Not thread-safe: the retriever calls it under its lock.
     """
 
     def __init__(self, tools: Sequence[Any], position: Mapping[str, int]):
@@ -180,10 +184,7 @@ class PoolFilter:
         position = self._position
         found = [position.get(i) for i in ids]
         if None in found:  # either Unicode normal form names a tool, as for feedback
-            found = [
-                position.get(other_normal_form(i)) if p is None else p
-                for i, p in zip(ids, found, strict=True)
-            ]
+            found = [_either_form(position, i) if p is None else p for i, p in zip(ids, found, strict=True)]
             unknown = sorted(i for i, p in zip(ids, found, strict=True) if p is None)
             if unknown:
                 more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
@@ -194,11 +195,35 @@ class PoolFilter:
         facet = self._facets.get(key)
         if facet is None:
             groups: dict[str, list[int]] = {}
+            damaged = []
             for p, tool in enumerate(self._tools):
-                for value in _values(tool, key):
+                try:
+                    values = _values(tool, key)
+                except IndexFormatError:  # its record cannot say: it matches no value (nor is returned)
+                    damaged.append(tool.id)
+                    continue
+                for value in values:
                     groups.setdefault(value, []).append(p)
+            if damaged:
+                log.warning(
+                    "filter %r: %d tool(s) whose stored record is damaged match no value: %s",
+                    key,
+                    len(damaged),
+                    ", ".join(shown(i, 80) for i in damaged[:5]) + (" ..." if len(damaged) > 5 else ""),
+                )
             facet = self._facets[key] = {v: np.array(ps, dtype=np.int64) for v, ps in groups.items()}
         return facet
+
+
+def _either_form(position: Mapping[str, int], tool_id: str) -> int | None:
+    """The position of ``tool_id`` typed in another Unicode normal form (NFC or NFD: an id pasted together
+    from pieces may be in neither), as the stores look ids up; the catalog refuses ids that differ only
+    so, so at most one tool matches."""
+    for form in ("NFC", "NFD"):
+        p = position.get(unicodedata.normalize(form, tool_id))
+        if p is not None:
+            return p
+    return None
 
 
 def _values(tool: Any, key: str) -> Iterable[str]:
