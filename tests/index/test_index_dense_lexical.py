@@ -130,3 +130,16 @@ def test_dense_single_query_scores_match_matrix_product():
     q = vecs[7:8]
     np.testing.assert_allclose(idx.scores(q), q @ vecs.T, atol=1e-5)
     np.testing.assert_allclose(idx.scores(q, np.array([3, 30])), q @ vecs[[3, 30]].T, atol=1e-5)
+
+
+def test_dense_scores_at_most_positions_keep_the_shape_of_the_query():
+    """Scoring most of the pool scores all of it and picks the positions: for a 1-d query vector as for
+    a few positions (a 1-d answer), not an IndexError."""
+    rng = np.random.default_rng(4)
+    vecs = rng.standard_normal((40, 16)).astype(np.float32)
+    idx = DenseIndex(dim=16)
+    idx.add([str(i) for i in range(40)], vecs)
+    most, q = np.arange(2, 40), vecs[5]
+    np.testing.assert_allclose(idx.scores(q, most), vecs[most] @ q, atol=1e-5)
+    np.testing.assert_allclose(idx.scores(q, np.array([3])), vecs[[3]] @ q, atol=1e-5)
+    np.testing.assert_allclose(idx.scores(vecs[:2], most), vecs[:2] @ vecs[most].T, atol=1e-5)

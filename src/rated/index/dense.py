@@ -244,7 +244,7 @@ class DenseIndex:
         if positions is not None and len(positions) * 4 > len(self._vecs):
             # most of the pool (a filter barring a few tools): gathering those rows copies about as many
             # bytes as scoring them reads, so score the whole pool and pick the positions
-            return self.scores(q)[:, positions]
+            return self.scores(q)[..., positions]
         vecs = self._vecs if positions is None else self._vecs[positions]
         if q.ndim == 2 and len(q) == 1 and q.shape[1] == self.dim:
             # one query: faiss's single-threaded SIMD kernel; BLAS's thread hand-off costs milliseconds on
