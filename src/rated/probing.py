@@ -21,6 +21,7 @@ run the prober in one of them.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -44,6 +45,8 @@ AsyncCheck = Callable[[Tool], Awaitable[Any]]
 #: statuses of a health request that mean "the server answers": an unauthenticated probe of an API URL
 #: gets 401/403/404/405 from a server that is up; only 5xx, 429 and no answer at all say otherwise
 _UP_BELOW = 500
+_NOT_AWAITED = object()  # what a check aprobe calls returned when it is not awaitable
+_EXIT_WAIT = 10.0  # seconds leaving a ``with Prober(...)`` block waits for a check in flight
 
 
 @dataclass(frozen=True)
@@ -71,21 +74,39 @@ def probe(retriever: Retriever, check: Check, budget: int = 3) -> list[ProbeResu
 
 
 async def aprobe(retriever: Retriever, check: AsyncCheck, budget: int = 3) -> list[ProbeResult]:
-    """``probe`` with an async check, the checks run concurrently; recording runs in a worker thread."""
+    """``probe`` with an async check, the checks run concurrently; recording runs in a worker thread.
+
+    A check that returns nonsense (or is not async: its answer would be lost) is a ``ConfigError``, raised
+    once the other checks' answers are recorded."""
     targets = await asyncio.to_thread(_targets, retriever, budget)
 
     async def one(tool: Tool) -> Outcome | None:
         try:
-            answer = await check(tool)
+            pending = check(tool)
+            answer = await pending if inspect.isawaitable(pending) else _NOT_AWAITED
         except Exception as exc:
             return outcome_from_exception(exc)
+        if answer is _NOT_AWAITED:
+            if pending is None:  # cannot check this tool, said without awaiting anything
+                return None
+            raise ConfigError(
+                f"aprobe awaits its check, which returned {shown(pending)}: pass an async function "
+                "(or run a plain one with probe, in a thread)"
+            )
         return _outcome(answer)
 
-    outcomes = await asyncio.gather(*(one(tool) for _, tool in targets))
-    return [
-        await asyncio.to_thread(_record, retriever, tool_id, outcome)
-        for (tool_id, _), outcome in zip(targets, outcomes, strict=True)
-    ]
+    answers = await asyncio.gather(*(one(tool) for _, tool in targets), return_exceptions=True)
+    results, bad_check = [], None
+    for (tool_id, _), answer in zip(targets, answers, strict=True):
+        if isinstance(answer, ConfigError):
+            bad_check = bad_check or answer
+        elif isinstance(answer, BaseException):  # an interruption (cancelled, KeyboardInterrupt)
+            raise answer
+        else:
+            results.append(await asyncio.to_thread(_record, retriever, tool_id, answer))
+    if bad_check is not None:
+        raise bad_check
+    return results
 
 
 def _targets(retriever: Retriever, budget: int) -> list[tuple[str, Tool]]:
@@ -129,20 +150,26 @@ def http_check(
     """A check that sends ``method`` to each tool's ``endpoint`` (or ``url(tool)``): up when the server
     answers below 500 (401, 404 or 405 to an unauthenticated probe mean it is up), otherwise the outcome of
     the status (a 429 or 503 with ``Retry-After`` is ``rate_limited`` for that long); no answer within
-    ``timeout`` seconds is ``timeout``, a refused connection ``tool_error``. Tools without an endpoint are
-    not checked. Needs httpx (the ``service`` extra)."""
+    ``timeout`` seconds is ``timeout``, a refused connection ``tool_error``. Tools without an ``http://``
+    or ``https://`` endpoint (none, ``stdio``, a bare name) are not checked. Each check opens its own
+    connection and closes it: nothing is held between probes, so the check needs no closing and a check
+    made for each round leaks nothing. Needs httpx (the ``client`` or ``service`` extra)."""
     try:
         import httpx
-    except ImportError:  # pragma: no cover - httpx comes with the service and dev extras
-        raise ConfigError("http_check needs httpx: pip install 'rated[service]'") from None
+    except ImportError:  # pragma: no cover - httpx comes with the client, service and dev extras
+        raise ConfigError("http_check needs httpx: pip install 'rated[client]'") from None
     if not (timeout > 0):
         raise ConfigError(f"timeout must be > 0 seconds, got {shown(timeout)}")
     where = url or (lambda tool: tool.endpoint)
-    client = httpx.Client(timeout=timeout, follow_redirects=True)
+    # no connection kept alive: a probe every few seconds at most gains nothing from one, and a pooled
+    # socket would outlive the check (nothing closes a check)
+    client = httpx.Client(
+        timeout=timeout, follow_redirects=True, limits=httpx.Limits(max_keepalive_connections=0)
+    )
 
     def check(tool: Tool) -> Outcome | None:
-        target = where(tool)
-        if not target:
+        target = _http_url(where(tool))
+        if target is None:
             return None
         response = client.request(method, target)
         if response.status_code < _UP_BELOW and response.status_code != 429:
@@ -152,9 +179,25 @@ def http_check(
     return check
 
 
+def _http_url(value: object) -> str | None:
+    """``value`` when it is an absolute http(s) URL with a host, else None (nothing to send a request to:
+    not the tool's failure)."""
+    import httpx
+
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = httpx.URL(value)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return None
+    return value if parsed.scheme in ("http", "https") and parsed.host else None
+
+
 class Prober:
     """Runs ``probe`` every ``every`` seconds in a daemon thread until ``stop`` (or the ``with`` block
     ends). A failing round is logged and the next one runs on time: probing never takes a service down.
+    A rated error (the store closed or busy) is logged as one line, once until a round succeeds; anything
+    else (a bug) with its traceback.
 
     >>> # with Prober(retriever, http_check(), every=30): serve agents ...
     """
@@ -169,30 +212,45 @@ class Prober:
         self.last: list[ProbeResult] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._failing: str | None = None  # the last round's error, logged once
 
     def start(self) -> Self:
-        if self._thread is not None:
-            raise ConfigError("this prober is running already")
+        """Start probing (again, after ``stop``); ``ConfigError`` while the thread still runs."""
+        if self._thread is not None and self._thread.is_alive():
+            raise ConfigError("this prober is running already (or still finishing a check after stop)")
+        self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="rated-prober", daemon=True)
         self._thread.start()
         return self
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Stop after the current round (a check in flight finishes, up to its own timeout)."""
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop after the current round, waiting up to ``timeout`` seconds (None: until it ends; a check in
+        flight runs up to its own timeout). True when the thread has ended, False if a check still runs
+        (the daemon thread then ends with it, recording nothing more)."""
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     def _run(self) -> None:
         while not self._stop.wait(self.every):
             try:
                 self.last = probe(self.retriever, self.check, self.budget)
+            except RatedError as exc:
+                if str(exc) != self._failing:
+                    log.warning("probe round failed: %s", exc)
+                self._failing = str(exc)
             except Exception:
                 log.exception("probe round failed")
+                self._failing = None
+            else:
+                self._failing = None
             self.rounds += 1
 
     def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
-        self.stop()
+        if not self.stop(_EXIT_WAIT):
+            log.warning("the prober's check was still running %.0f s after the prober stopped", _EXIT_WAIT)
