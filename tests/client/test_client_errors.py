@@ -45,13 +45,16 @@ def test_an_unknown_tool_id_is_unknown_tool_error_with_the_id(client):
 
 @pytest.mark.parametrize(
     ("detail", "tool_id"),
-    [("unknown tool id: 'gmail.send'", "gmail.send"), ("unknown tool id: 'a... (900 characters)", None)],
+    [
+        ("unknown tool id: 'gmail.send'", "gmail.send"),
+        ("unknown tool id: 'a... (900 characters)", "'a... (900 characters)"),  # cut short: as shown
+    ],
 )
 def test_an_unknown_id_the_request_did_not_name_is_read_from_the_message(detail, tool_id):
     """A request that names ids elsewhere than the path or ``tool_id`` (a filter of ``retrieve``)."""
     with pytest.raises(UnknownToolError) as info:
         answering(404, {"error": "UnknownToolError", "detail": detail}).retrieve(QUERY)
-    assert info.value.tool_id == (tool_id or detail)
+    assert info.value.tool_id == tool_id
 
 
 def test_invalid_arguments_are_the_retrievers_classes_and_messages(client, retriever):
@@ -231,3 +234,27 @@ def test_errors_are_rated_errors_never_bare_httpx(client):
         client.retrieve("")
     with pytest.raises(RatedError):
         client.retrieve(QUERY, k=6)
+
+
+@pytest.mark.parametrize(
+    ("detail", "tool_id", "where"),
+    [
+        ("filter 'exclude': unknown tool id: 'gmail.send'", "gmail.send", "filter 'exclude'"),
+        ("filter 'tools' (and 2 more): unknown tool id: 'a: b'", "a: b", "filter 'tools' (and 2 more)"),
+        (
+            "filter 'tools': unknown tool id: 'a... (900 characters)",
+            "'a... (900 characters)",
+            "filter 'tools'",
+        ),
+    ],
+)
+def test_a_filters_unknown_id_is_read_with_the_key_that_named_it(detail, tool_id, where):
+    """The service's own shape for a filter (``UnknownToolError.where`` before the id): the id and the key
+    come back apart, and the message reads as the service's."""
+    with pytest.raises(UnknownToolError) as info:
+        answering(404, {"error": "UnknownToolError", "detail": detail}).retrieve(
+            QUERY, where={"tools": ["x"]}
+        )
+    assert (info.value.tool_id, info.value.where) == (tool_id, where)
+    if not tool_id.startswith("'"):
+        assert str(info.value) == detail

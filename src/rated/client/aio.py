@@ -23,7 +23,7 @@ from rated.catalog.export import ExportFormat, ToolDefinitions
 from rated.client import wire
 from rated.client.endpoint import DEFAULT_TIMEOUT, Endpoint
 from rated.client.errors import unreachable
-from rated.client.wire import Call, FeedbackResult, Retrieved, ServiceHealth
+from rated.client.wire import Call, FeedbackResult, Retrieved, ServiceHealth, Where
 from rated.hits import Hit, ToolHealth
 from rated.outcome import Outcome, OutcomeKind
 from rated.tracking import AsyncTrackedCall
@@ -49,25 +49,36 @@ class AsyncRatedClient:
         self._http = httpx.AsyncClient(transport=transport, **self._endpoint.options)
 
     @overload
-    async def retrieve(self, query: str, k: int = 5, *, format: None = None) -> list[Hit]: ...
+    async def retrieve(
+        self, query: str, k: int = 5, *, format: None = None, where: Where = None
+    ) -> list[Hit]: ...
     @overload
-    async def retrieve(self, query: str, k: int = 5, *, format: ExportFormat) -> ToolDefinitions: ...
-    async def retrieve(self, query: str, k: int = 5, *, format: ExportFormat | None = None) -> Retrieved:
+    async def retrieve(
+        self, query: str, k: int = 5, *, format: ExportFormat, where: Where = None
+    ) -> ToolDefinitions: ...
+    async def retrieve(
+        self, query: str, k: int = 5, *, format: ExportFormat | None = None, where: Where = None
+    ) -> Retrieved:
         """``RatedClient.retrieve``: ``Hit`` objects, or ``ToolDefinitions`` with ``format``."""
-        return await self._send(wire.retrieve(query, k, format))
+        return await self._send(wire.retrieve(query, k, format, where))
 
     @overload
     async def retrieve_many(
-        self, queries: Iterable[str], k: int = 5, *, format: None = None
+        self, queries: Iterable[str], k: int = 5, *, format: None = None, where: Where = None
     ) -> list[list[Hit]]: ...
     @overload
     async def retrieve_many(
-        self, queries: Iterable[str], k: int = 5, *, format: ExportFormat
+        self, queries: Iterable[str], k: int = 5, *, format: ExportFormat, where: Where = None
     ) -> list[ToolDefinitions]: ...
     async def retrieve_many(
-        self, queries: Iterable[str], k: int = 5, *, format: ExportFormat | None = None
+        self,
+        queries: Iterable[str],
+        k: int = 5,
+        *,
+        format: ExportFormat | None = None,
+        where: Where = None,
     ) -> list[Retrieved]:
-        return await self._send(wire.retrieve_many(queries, k, format))
+        return await self._send(wire.retrieve_many(queries, k, format, where))
 
     async def feedback(
         self,

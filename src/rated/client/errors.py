@@ -104,7 +104,7 @@ def error_from_answer(response: httpx.Response, url: str, tool_id: str | None = 
         )
     name, detail = error
     if name in _UNKNOWN_TOOL:  # the id the request named, else the one the message quotes
-        return UnknownToolError(tool_id if tool_id is not None else _quoted_id(detail))
+        return UnknownToolError(tool_id) if tool_id is not None else _unknown_quoted(detail)
     cls = _BY_NAME.get(name)
     if cls is not None and status < 500:
         return cls(detail)  # the caller's mistake: the message Retriever gives, as it is
@@ -133,18 +133,21 @@ def unreachable(exc: httpx.TransportError, url: str) -> ServiceUnreachableError:
     )
 
 
-def _quoted_id(detail: str) -> str:
-    """The id ``UnknownToolError``'s message quotes (``unknown tool id: 'x'``), or the whole message when
-    it quotes none whole (a long id is shown cut short)."""
-    prefix = "unknown tool id: "
-    if detail.startswith(prefix):
-        try:
-            quoted = ast.literal_eval(detail[len(prefix) :])
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
-            quoted = None
-        if isinstance(quoted, str):
-            return quoted
-    return detail
+def _unknown_quoted(detail: str) -> UnknownToolError:
+    """The ``UnknownToolError`` whose message is ``detail`` (``[<where>: ]unknown tool id: 'x'``, where
+    names what held the id, e.g. ``filter 'exclude'``): the id it quotes, or the quoted text as shown when
+    the id was cut short (``'a... (900 characters)``); the whole message when it is none of these."""
+    marker = "unknown tool id: "
+    where, found, quoted = (
+        detail.partition(marker) if detail.startswith(marker) else detail.partition(": " + marker)
+    )
+    if not found:
+        return UnknownToolError(detail)
+    try:
+        tool_id = ast.literal_eval(quoted)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        tool_id = None
+    return UnknownToolError(tool_id if isinstance(tool_id, str) else quoted, where)
 
 
 def _rated_error(response: httpx.Response) -> tuple[str, str] | None:

@@ -18,7 +18,7 @@ from rated.catalog.export import ExportFormat, ToolDefinitions
 from rated.client import wire
 from rated.client.endpoint import DEFAULT_TIMEOUT, Endpoint
 from rated.client.errors import unreachable
-from rated.client.wire import Call, FeedbackResult, Retrieved, ServiceHealth
+from rated.client.wire import Call, FeedbackResult, Retrieved, ServiceHealth, Where
 from rated.hits import Hit, ToolHealth
 from rated.outcome import Outcome, OutcomeKind
 from rated.tracking import TrackedCall
@@ -50,28 +50,41 @@ class RatedClient:
         self._http = httpx.Client(transport=transport, **self._endpoint.options)
 
     @overload
-    def retrieve(self, query: str, k: int = 5, *, format: None = None) -> list[Hit]: ...
+    def retrieve(self, query: str, k: int = 5, *, format: None = None, where: Where = None) -> list[Hit]: ...
     @overload
-    def retrieve(self, query: str, k: int = 5, *, format: ExportFormat) -> ToolDefinitions: ...
-    def retrieve(self, query: str, k: int = 5, *, format: ExportFormat | None = None) -> Retrieved:
+    def retrieve(
+        self, query: str, k: int = 5, *, format: ExportFormat, where: Where = None
+    ) -> ToolDefinitions: ...
+    def retrieve(
+        self, query: str, k: int = 5, *, format: ExportFormat | None = None, where: Where = None
+    ) -> Retrieved:
         """The best ``k`` tools for ``query`` as ``Hit`` objects; with ``format`` (``"openai"``,
         ``"openai_responses"``, ``"anthropic"``, ``"mcp"``) their ``ToolDefinitions`` for that API, as
-        ``tool_definitions(hits, format)`` gives them (``.tool_id(name)`` maps a called name back)."""
-        return self._send(wire.retrieve(query, k, format))
+        ``tool_definitions(hits, format)`` gives them (``.tool_id(name)`` maps a called name back).
+        ``where``: rank only the tools a filter allows, as ``Retriever.retrieve`` (a ``ToolFilter`` or a
+        mapping of its keys; an unknown key is a ``QueryError`` here, an unknown id the service's 404,
+        raised as ``UnknownToolError`` with the key in ``.where``)."""
+        return self._send(wire.retrieve(query, k, format, where))
 
     @overload
     def retrieve_many(
-        self, queries: Iterable[str], k: int = 5, *, format: None = None
+        self, queries: Iterable[str], k: int = 5, *, format: None = None, where: Where = None
     ) -> list[list[Hit]]: ...
     @overload
     def retrieve_many(
-        self, queries: Iterable[str], k: int = 5, *, format: ExportFormat
+        self, queries: Iterable[str], k: int = 5, *, format: ExportFormat, where: Where = None
     ) -> list[ToolDefinitions]: ...
     def retrieve_many(
-        self, queries: Iterable[str], k: int = 5, *, format: ExportFormat | None = None
+        self,
+        queries: Iterable[str],
+        k: int = 5,
+        *,
+        format: ExportFormat | None = None,
+        where: Where = None,
     ) -> list[Retrieved]:
-        """``retrieve`` for a batch of queries in one request (at most the service's ``max_batch``)."""
-        return self._send(wire.retrieve_many(queries, k, format))
+        """``retrieve`` for a batch of queries in one request (at most the service's ``max_batch``), each
+        under the same ``where``."""
+        return self._send(wire.retrieve_many(queries, k, format, where))
 
     def feedback(
         self,

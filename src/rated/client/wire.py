@@ -29,6 +29,7 @@ from rated.outcome import Outcome, OutcomeKind
 from rated.reported import reported_outcome
 from rated.shown import shown
 from rated.store.base import OutcomeStats
+from rated.tool_filter import ToolFilter
 
 __all__ = [
     "Call",
@@ -113,13 +114,18 @@ class Call(Generic[T]):
 
 
 # ---- the calls -----------------------------------------------------------------------------------------
-def retrieve(query: str, k: int, format: ExportFormat | None) -> Call[Retrieved]:
+Where = ToolFilter | Mapping[str, Any] | None
+
+
+def retrieve(query: str, k: int, format: ExportFormat | None, where: Where = None) -> Call[Retrieved]:
     check_query(query)
-    body = _dropped(query=query, k=k, format=format)
+    body = _dropped(query=query, k=k, format=format, where=_where(where))
     return Call("POST", "/retrieve", lambda answer: _retrieved(answer, format), body)
 
 
-def retrieve_many(queries: Iterable[str], k: int, format: ExportFormat | None) -> Call[list[Retrieved]]:
+def retrieve_many(
+    queries: Iterable[str], k: int, format: ExportFormat | None, where: Where = None
+) -> Call[list[Retrieved]]:
     if isinstance(queries, str) or not isinstance(queries, Iterable):
         raise QueryError(f"retrieve_many takes a list of queries, got {type(queries).__name__}")
     listed = list(queries)
@@ -132,7 +138,8 @@ def retrieve_many(queries: Iterable[str], k: int, format: ExportFormat | None) -
     def read(body: Any) -> list[Retrieved]:
         return [_retrieved(result, format) for result in body["results"]]
 
-    return Call("POST", "/retrieve/batch", read, _dropped(queries=listed, k=k, format=format))
+    body = _dropped(queries=listed, k=k, format=format, where=_where(where))
+    return Call("POST", "/retrieve/batch", read, body)
 
 
 def feedback(
@@ -274,6 +281,14 @@ def _feedback_result(body: Any) -> FeedbackResult:
 
 
 # ---- helpers --------------------------------------------------------------------------------------------
+def _where(where: Where) -> dict[str, list[str]] | None:
+    """A filter as the service reads it (``where``), checked here as ``Retriever.retrieve`` checks it (an
+    unknown key or auth kind is a ``QueryError`` before anything is sent); None when it constrains
+    nothing. Ids are the service's to know: an unknown one is its 404, raised as ``UnknownToolError``."""
+    parsed = ToolFilter.parse(where)
+    return None if parsed is None else parsed.as_dict()
+
+
 def _check_id(tool_id: object) -> None:
     if not isinstance(tool_id, str) or not tool_id:
         raise UnknownToolError(tool_id)  # type: ignore[arg-type]  # as Retriever: the message quotes it
