@@ -101,8 +101,11 @@ def test_retrieve_many_and_the_async_calls_take_the_filter(retriever):
 
 
 def test_bad_filters_fail_before_any_work_naming_the_problem(retriever):
-    with pytest.raises(UnknownToolError, match="filter 'exclude': unknown tool id: 'nope'"):
-        retriever.retrieve(QUERY, where={"exclude": ["nope"]})
+    with pytest.raises(UnknownToolError, match="filter 'tools': unknown tool id: 'nope'"):
+        retriever.retrieve(QUERY, where={"tools": ["t1", "nope"]})
+    assert ids(retriever.retrieve(QUERY, k=3, where={"exclude": ["nope"]})) == ids(
+        retriever.retrieve(QUERY, k=3)
+    )
     with pytest.raises(QueryError, match="unknown filter key"):
         retriever.retrieve(QUERY, where={"platform": "n8n"})
     with pytest.raises(QueryError, match="unknown filter key"):

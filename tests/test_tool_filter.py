@@ -79,11 +79,13 @@ def test_each_key_and_their_conjunction():
     assert allowed(tools=set()) == []  # an agent with no tools enabled
 
 
-def test_unknown_ids_are_errors_naming_the_key():
+def test_unknown_ids_to_keep_are_errors_naming_the_key_and_unknown_ones_to_exclude_are_skipped():
     with pytest.raises(UnknownToolError) as err:
-        allowed(exclude={"zz", "a", "yy"})
+        allowed(tools={"zz", "a", "yy"})
     assert err.value.tool_id == "yy"
-    assert str(err.value) == "filter 'exclude' (and 1 more): unknown tool id: 'yy'"
+    assert str(err.value) == "filter 'tools' (and 1 more): unknown tool id: 'yy'"
+    assert allowed(exclude={"zz", "a", "yy"}) == ["b", "c", "d"]  # removed meanwhile: nothing to exclude
+    assert allowed(exclude={"zz"}) == ["a", "b", "c", "d"]
 
 
 def test_positions_are_sorted_int64():

@@ -23,7 +23,7 @@ def retriever():
     ("where", "message"),
     [
         ({"tools": ["nope"]}, "--only: unknown tool id: 'nope'"),
-        ({"exclude": ["nope", "zzz"]}, "--exclude (and 1 more): unknown tool id: 'nope'"),
+        ({"tools": ["nope", "zzz"]}, "--only (and 1 more): unknown tool id: 'nope'"),
     ],
 )
 def test_unknown_ids_name_the_option(retriever, where, message):

@@ -7,7 +7,8 @@ top-K *of those tools*, not a post-filtered slice of the global one, which could
 
 Keys (all optional; a tool must pass every key given, and within a key any of the listed values):
 
-- ``tools``: only these tool ids; ``exclude``: never these ids (an unknown id is an error either way);
+- ``tools``: only these tool ids (an unknown id is an error); ``exclude``: never these ids (an unknown
+  id is skipped: an agent excluding a tool that another process removed meanwhile still gets its answer);
 - ``source``: the platforms (``langchain``, ``n8n``, ``mcp``, ...), ``tags``: any of these tags,
   ``auth``: the auth kinds (``none``, ``api_key``, ``oauth2``, ``basic``, ``other``, ``unknown``) -
   compared case-insensitively;
@@ -166,7 +167,7 @@ class PoolFilter:
             keep[:] = False
             keep[self._ids_positions("tools", where.tools)] = True
         if where.exclude:
-            keep[self._ids_positions("exclude", where.exclude)] = False
+            keep[self._ids_positions("exclude", where.exclude, strict=False)] = False
         for key in ("source", "tags", "provider", "auth"):
             wanted = getattr(where, key)
             if wanted is None:
@@ -180,12 +181,14 @@ class PoolFilter:
             keep &= allowed
         return np.flatnonzero(keep).astype(np.int64)
 
-    def _ids_positions(self, key: str, ids: frozenset[str]) -> list[int]:
+    def _ids_positions(self, key: str, ids: frozenset[str], strict: bool = True) -> list[int]:
         position = self._position
         found = [position.get(i) for i in ids]
         if None in found:  # either Unicode normal form names a tool, as for feedback
             found = [_either_form(position, i) if p is None else p for i, p in zip(ids, found, strict=True)]
             unknown = sorted(i for i, p in zip(ids, found, strict=True) if p is None)
+            if unknown and not strict:
+                return [p for p in found if p is not None]
             if unknown:
                 more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
                 raise UnknownToolError(unknown[0], f"filter {key!r}{more}")

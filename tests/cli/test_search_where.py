@@ -93,7 +93,7 @@ def test_a_filter_that_allows_no_tool_says_so_and_exits_0(db, capsys, options):
     ("options", "exit_code", "line"),
     [
         (["--only", "nope"], 3, "error: --only: unknown tool id: 'nope'"),
-        (["--exclude", "weather", "--exclude", "nope"], 3, "error: --exclude: unknown tool id: 'nope'"),
+        (["--only", "weather", "--only", "nope"], 3, "error: --only: unknown tool id: 'nope'"),
         (["--auth", "token"], 2, "error: --auth: unknown auth kind(s) ['token']; expected any of api_key, "
          "basic, none, oauth2, other, unknown"),
     ],

@@ -97,7 +97,7 @@ def test_a_filter_that_allows_no_tool_is_an_empty_result_not_an_error(retriever)
     ("arguments", "message"),
     [
         ({"only": ["weather", "nope"]}, "argument 'only': unknown tool id: 'nope'"),
-        ({"exclude": "nope"}, "argument 'exclude': unknown tool id: 'nope'"),
+        ({"only": "nope"}, "argument 'only': unknown tool id: 'nope'"),
         ({"auth": "token"}, "argument 'auth': unknown auth kind(s) ['token']; expected any of api_key,"),
         ({"exclude": [1]}, "exclude\n  must be a string or a list of strings; item 0 is a number"),
         ({"auth": ["none", None]}, "auth\n  must be a string or a list of strings; item 1 is null"),

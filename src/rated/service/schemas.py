@@ -70,7 +70,7 @@ def _where_field(key: str) -> Any:
 
 class WhereIn(_In):
     """Rank only the tools this allows: a tool must pass every key given, and within a key any of its values.
-    An unknown tool id (tools, exclude) is a 404 naming the key; a filter that allows no tool is an empty
+    An unknown tool id in ``tools`` is a 404 naming the key (one in ``exclude`` excludes nothing); a filter that allows no tool is an empty
     answer, not an error."""
 
     tools: FilterValue = _where_field("tools")
