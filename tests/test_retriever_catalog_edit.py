@@ -206,3 +206,14 @@ def test_an_id_in_neither_normal_form_is_refused_before_encoding_when_its_nfd_fo
         with pytest.raises(ToolExistsError):
             write([Tool(id=mixed, name="accents too")])
     assert encoded == [] and len(r) == 3
+
+
+@pytest.mark.parametrize("indexed_form", ["NFC", "NFD"])
+def test_feedback_and_health_find_an_id_typed_in_neither_normal_form(indexed_form):
+    """One accent composed, one decomposed: neither NFC nor NFD, so 'the other form' of it (NFC, as it is
+    not NFC) missed an index holding the NFD form; feedback refused a tool the catalog holds."""
+    stored = unicodedata.normalize(indexed_form, "éé")
+    mixed = "e\u0301\u00e9"
+    with Retriever.from_catalog([*TOOLS, Tool(id=stored, name="accents")], encoder=HashEncoder(32)) as r:
+        r.feedback(mixed, "tool_error")
+        assert r.health(mixed).tool.id == stored and r.health(stored).stats.failures == 1

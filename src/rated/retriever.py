@@ -27,7 +27,6 @@ import dataclasses
 import hashlib
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -64,7 +63,7 @@ from rated.store.base import (
 from rated.store.codec import decode_state, encode_state
 from rated.store.meta import EncoderIdentity, IndexMeta
 from rated.store.open import open_store
-from rated.store.rows import other_spellings
+from rated.store.rows import by_either_form, other_spellings
 from rated.stored_tool import StoredTool, record_digest
 from rated.tool_filter import PoolFilter, ToolFilter
 from rated.tracking import AsyncTrackedCall, TrackedCall
@@ -403,7 +402,7 @@ class Retriever:
             query_hash = hashlib.sha256(query.encode("utf-8")).hexdigest()[:16]
         with self._lock:
             self._refresh()  # the tool may have been added or removed by another process since
-            entry = self._by_id.get(tool_id) or self._by_id.get(_other_normal_form(tool_id))
+            entry = by_either_form(self._by_id, tool_id)
             if entry is None:
                 raise UnknownToolError(tool_id)
             tool_id = entry.id  # as the catalog spells it, whichever Unicode form was typed
@@ -591,7 +590,7 @@ class Retriever:
         """``tool_id`` as the catalog spells it (either Unicode normal form, as ``feedback`` accepts it)."""
         entry = None
         if isinstance(tool_id, str):
-            entry = self._by_id.get(tool_id) or self._by_id.get(_other_normal_form(tool_id))
+            entry = by_either_form(self._by_id, tool_id)
         if entry is None:
             raise UnknownToolError(tool_id)  # type: ignore[arg-type]
         return entry.id
@@ -721,9 +720,7 @@ class Retriever:
             self._refresh()
             position = None
             if isinstance(tool_id, str):  # either Unicode normal form, as feedback accepts it
-                position = self._position.get(tool_id)
-                if position is None:
-                    position = self._position.get(_other_normal_form(tool_id))
+                position = by_either_form(self._position, tool_id)
             if position is None:
                 raise UnknownToolError(tool_id)
             counts = self._store.outcome_stats([self._ids[position]]) if stats else {}
@@ -1033,13 +1030,6 @@ class Retriever:
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
-def _other_normal_form(text: str) -> str:
-    """``text`` in the other Unicode normal form (NFC <-> NFD): a terminal may type "é" either way, and
-    the catalog refuses ids that differ only so, so at most one tool matches."""
-    nfc = unicodedata.normalize("NFC", text)
-    return nfc if nfc != text else unicodedata.normalize("NFD", text)
-
-
 def _kept_changing(store: Store, what: str) -> StoreError:
     return StoreError(
         f"{setup.describe_db(store)}: the catalog kept changing while the {what} was being stored; "

@@ -29,7 +29,6 @@ True
 from __future__ import annotations
 
 import logging
-import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -40,6 +39,7 @@ import numpy as np
 from rated.catalog.schema import AuthType
 from rated.errors import IndexFormatError, QueryError, UnknownToolError
 from rated.shown import shown
+from rated.store.rows import by_either_form
 
 __all__ = ["FILTER_KEYS", "PoolFilter", "ToolFilter"]
 
@@ -185,7 +185,7 @@ class PoolFilter:
         position = self._position
         found = [position.get(i) for i in ids]
         if None in found:  # either Unicode normal form names a tool, as for feedback
-            found = [_either_form(position, i) if p is None else p for i, p in zip(ids, found, strict=True)]
+            found = [by_either_form(position, i) if p is None else p for i, p in zip(ids, found, strict=True)]
             unknown = sorted(i for i, p in zip(ids, found, strict=True) if p is None)
             if unknown and not strict:
                 return [p for p in found if p is not None]
@@ -216,17 +216,6 @@ class PoolFilter:
                 )
             facet = self._facets[key] = {v: np.array(ps, dtype=np.int64) for v, ps in groups.items()}
         return facet
-
-
-def _either_form(position: Mapping[str, int], tool_id: str) -> int | None:
-    """The position of ``tool_id`` typed in another Unicode normal form (NFC or NFD: an id pasted together
-    from pieces may be in neither), as the stores look ids up; the catalog refuses ids that differ only
-    so, so at most one tool matches."""
-    for form in ("NFC", "NFD"):
-        p = position.get(unicodedata.normalize(form, tool_id))
-        if p is not None:
-            return p
-    return None
 
 
 def _values(tool: Any, key: str) -> Iterable[str]:

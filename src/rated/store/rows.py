@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
 from rated.errors import ConfigError, IndexFormatError, ToolExistsError
+
+T = TypeVar("T")
 
 __all__ = [
     "PriorDetails",
@@ -19,7 +21,7 @@ __all__ = [
     "decode_meta",
     "decode_vector",
     "empty_catalog_dim",
-    "other_normal_form",
+    "by_either_form",
     "other_spellings",
     "refuse_clashes",
 ]
@@ -50,11 +52,16 @@ def check_tool_rows(
     return emb, details
 
 
-def other_normal_form(text: str) -> str:
-    """``text`` in the other Unicode normal form (NFC <-> NFD): a terminal may type "é" either way, and
-    the catalog refuses ids that differ only so, so at most one tool matches."""
-    nfc = unicodedata.normalize("NFC", text)
-    return nfc if nfc != text else unicodedata.normalize("NFD", text)
+def by_either_form(mapping: Mapping[str, T], tool_id: str) -> T | None:
+    """``mapping[tool_id]``, else the value under its NFC or NFD form (a terminal may type "é" either way,
+    an id pasted from pieces may be in neither), as the stores look ids up; the catalog refuses ids that
+    differ only so, so at most one tool matches."""
+    found = mapping.get(tool_id)
+    for form in ("NFC", "NFD"):
+        if found is not None:
+            break
+        found = mapping.get(unicodedata.normalize(form, tool_id))
+    return found
 
 
 def other_spellings(ids: Iterable[str]) -> dict[str, str]:
