@@ -34,7 +34,9 @@ def test_retrieve_gives_the_retrievers_hits(client, retriever):
     assert mail.parameters == {"type": "object", "properties": {"to": {"type": "string"}}}
     assert (mail.provider, mail.endpoint) == ("mailer", "https://mail.example/send")
     assert client.retrieve(WEATHER, k=1) == retriever.retrieve(WEATHER, k=1)
-    assert len(client.retrieve(QUERY)) == 5  # Retriever's default k, not the service's (3)
+    assert (
+        len(client.retrieve(QUERY)) == 3
+    )  # without k, the service's default_k (3 here), as its other clients get
 
 
 def test_retrieve_many_gives_the_retrievers_hits(client, retriever):

@@ -50,30 +50,30 @@ class AsyncRatedClient:
 
     @overload
     async def retrieve(
-        self, query: str, k: int = 5, *, format: None = None, where: Where = None
+        self, query: str, k: int | None = None, *, format: None = None, where: Where = None
     ) -> list[Hit]: ...
     @overload
     async def retrieve(
-        self, query: str, k: int = 5, *, format: ExportFormat, where: Where = None
+        self, query: str, k: int | None = None, *, format: ExportFormat, where: Where = None
     ) -> ToolDefinitions: ...
     async def retrieve(
-        self, query: str, k: int = 5, *, format: ExportFormat | None = None, where: Where = None
+        self, query: str, k: int | None = None, *, format: ExportFormat | None = None, where: Where = None
     ) -> Retrieved:
         """``RatedClient.retrieve``: ``Hit`` objects, or ``ToolDefinitions`` with ``format``."""
         return await self._send(wire.retrieve(query, k, format, where))
 
     @overload
     async def retrieve_many(
-        self, queries: Iterable[str], k: int = 5, *, format: None = None, where: Where = None
+        self, queries: Iterable[str], k: int | None = None, *, format: None = None, where: Where = None
     ) -> list[list[Hit]]: ...
     @overload
     async def retrieve_many(
-        self, queries: Iterable[str], k: int = 5, *, format: ExportFormat, where: Where = None
+        self, queries: Iterable[str], k: int | None = None, *, format: ExportFormat, where: Where = None
     ) -> list[ToolDefinitions]: ...
     async def retrieve_many(
         self,
         queries: Iterable[str],
-        k: int = 5,
+        k: int | None = None,
         *,
         format: ExportFormat | None = None,
         where: Where = None,

@@ -50,17 +50,20 @@ class RatedClient:
         self._http = httpx.Client(transport=transport, **self._endpoint.options)
 
     @overload
-    def retrieve(self, query: str, k: int = 5, *, format: None = None, where: Where = None) -> list[Hit]: ...
+    def retrieve(
+        self, query: str, k: int | None = None, *, format: None = None, where: Where = None
+    ) -> list[Hit]: ...
     @overload
     def retrieve(
-        self, query: str, k: int = 5, *, format: ExportFormat, where: Where = None
+        self, query: str, k: int | None = None, *, format: ExportFormat, where: Where = None
     ) -> ToolDefinitions: ...
     def retrieve(
-        self, query: str, k: int = 5, *, format: ExportFormat | None = None, where: Where = None
+        self, query: str, k: int | None = None, *, format: ExportFormat | None = None, where: Where = None
     ) -> Retrieved:
-        """The best ``k`` tools for ``query`` as ``Hit`` objects; with ``format`` (``"openai"``,
-        ``"openai_responses"``, ``"anthropic"``, ``"mcp"``) their ``ToolDefinitions`` for that API, as
-        ``tool_definitions(hits, format)`` gives them (``.tool_id(name)`` maps a called name back).
+        """The best ``k`` tools for ``query`` as ``Hit`` objects (``k`` by default: the service's
+        ``default_k``); with ``format`` (``"openai"``, ``"openai_responses"``, ``"anthropic"``, ``"mcp"``)
+        their ``ToolDefinitions`` for that API, as ``tool_definitions(hits, format)`` gives them
+        (``.tool_id(name)`` maps a called name back).
         ``where``: rank only the tools a filter allows, as ``Retriever.retrieve`` (a ``ToolFilter`` or a
         mapping of its keys; an unknown key is a ``QueryError`` here, an unknown id the service's 404,
         raised as ``UnknownToolError`` with the key in ``.where``)."""
@@ -68,16 +71,16 @@ class RatedClient:
 
     @overload
     def retrieve_many(
-        self, queries: Iterable[str], k: int = 5, *, format: None = None, where: Where = None
+        self, queries: Iterable[str], k: int | None = None, *, format: None = None, where: Where = None
     ) -> list[list[Hit]]: ...
     @overload
     def retrieve_many(
-        self, queries: Iterable[str], k: int = 5, *, format: ExportFormat, where: Where = None
+        self, queries: Iterable[str], k: int | None = None, *, format: ExportFormat, where: Where = None
     ) -> list[ToolDefinitions]: ...
     def retrieve_many(
         self,
         queries: Iterable[str],
-        k: int = 5,
+        k: int | None = None,
         *,
         format: ExportFormat | None = None,
         where: Where = None,

@@ -117,14 +117,14 @@ class Call(Generic[T]):
 Where = ToolFilter | Mapping[str, Any] | None
 
 
-def retrieve(query: str, k: int, format: ExportFormat | None, where: Where = None) -> Call[Retrieved]:
+def retrieve(query: str, k: int | None, format: ExportFormat | None, where: Where = None) -> Call[Retrieved]:
     check_query(query)
     body = _dropped(query=query, k=k, format=format, where=_where(where))
     return Call("POST", "/retrieve", lambda answer: _retrieved(answer, format), body)
 
 
 def retrieve_many(
-    queries: Iterable[str], k: int, format: ExportFormat | None, where: Where = None
+    queries: Iterable[str], k: int | None, format: ExportFormat | None, where: Where = None
 ) -> Call[list[Retrieved]]:
     if isinstance(queries, str) or not isinstance(queries, Iterable):
         raise QueryError(f"retrieve_many takes a list of queries, got {type(queries).__name__}")
