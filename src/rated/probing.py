@@ -202,12 +202,23 @@ class Prober:
     >>> # with Prober(retriever, http_check(), every=30): serve agents ...
     """
 
-    def __init__(self, retriever: Retriever, check: Check, *, every: float = 30.0, budget: int = 3):
+    def __init__(
+        self,
+        retriever: Retriever | Callable[[], Retriever],
+        check: Check,
+        *,
+        every: float = 30.0,
+        budget: int = 3,
+        on_round: Callable[[list[ProbeResult]], None] | None = None,
+    ):
+        """``retriever``: the one to probe, or a function giving it at each round (a service's current
+        retriever, reopened after a rebuild); ``on_round`` sees each round's results (metrics)."""
         if not (every > 0):
             raise ConfigError(f"the probe interval must be > 0 seconds, got {shown(every)}")
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise ConfigError(f"the probe budget must be an integer >= 1, got {shown(budget)}")
         self.retriever, self.check, self.every, self.budget = retriever, check, float(every), budget
+        self.on_round = on_round
         self.rounds = 0
         self.last: list[ProbeResult] = []
         self._stop = threading.Event()
@@ -236,7 +247,12 @@ class Prober:
     def _run(self) -> None:
         while not self._stop.wait(self.every):
             try:
-                self.last = probe(self.retriever, self.check, self.budget)
+                target = (
+                    self.retriever() if callable(self.retriever) else self.retriever
+                )  # a Retriever is not
+                self.last = probe(target, self.check, self.budget)
+                if self.on_round is not None:
+                    self.on_round(self.last)
             except RatedError as exc:
                 if str(exc) != self._failing:
                     log.warning("probe round failed: %s", exc)

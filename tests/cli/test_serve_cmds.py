@@ -116,3 +116,20 @@ def test_serve_listens_on_an_ipv6_host_as_uvicorn_does_and_names_it_in_brackets(
         port = busy.getsockname()[1]
         assert main(["serve", "--db", str(db), "--host", "::1", "--port", str(port)]) != 0
     assert f"[::1]:{port} is already in use" in capsys.readouterr().err
+
+
+def test_serve_passes_its_probe_options_to_the_app_and_refuses_a_bad_interval(monkeypatch, capsys):
+    store = MemoryStore()
+    Retriever.from_catalog(
+        [Tool(id="a", name="a", description="x")], db=store, encoder=HashEncoder(32)
+    ).close()
+    real_open = Retriever.open
+    monkeypatch.setattr(Retriever, "open", lambda db, **kw: real_open(store, encoder=HashEncoder(32), **kw))
+    apps = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: apps.append(app))
+    assert main(["serve", "--db", "m", "--probe-every", "15", "--probe-budget", "2"]) == 0
+    settings = apps[0].state.settings
+    assert (settings.probe_every, settings.probe_budget) == (15.0, 2)
+    code = main(["serve", "--db", "m", "--probe-every", "0"])
+    err = capsys.readouterr().err
+    assert code != 0 and "probe_every" in err and "Traceback" not in err

@@ -29,6 +29,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="worker processes, each with its own copy of the index (default $RATED_WORKERS or 1)",
     )
+    p.add_argument(
+        "--probe-every",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="health-check the http(s) endpoints of tools seen failing every SECONDS, so that a recovered "
+        "tool comes back without an agent paying a failed call (default $RATED_PROBE_EVERY, off)",
+    )
+    p.add_argument(
+        "--probe-budget",
+        type=int,
+        default=None,
+        metavar="N",
+        help="tools checked per round (default $RATED_PROBE_BUDGET or 3)",
+    )
     p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
     p.set_defaults(handler=_serve)
 
@@ -43,7 +58,14 @@ def _serve(args: argparse.Namespace) -> int:
     from rated.retriever import Retriever
     from rated.service import Settings, create_app
 
-    settings = Settings.from_env(db=args.db, host=args.host, port=args.port, workers=args.workers)
+    settings = Settings.from_env(
+        db=args.db,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        probe_every=args.probe_every,
+        probe_budget=args.probe_budget,
+    )
     _check_can_listen(settings.host, settings.port)  # before opening: a large index takes seconds to load
     with Retriever.open(settings.db, busy_timeout=settings.busy_timeout) as retriever:  # errors: one line
         retriever.index  # noqa: B018 - build the index now: the first request should not pay for it

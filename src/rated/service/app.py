@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
 from rated.errors import ConfigError
+from rated.probing import Prober, ProbeResult, http_check
 from rated.retriever import Retriever
 from rated.service.auth import KeyFirst, require_api_key
 from rated.service.errors import error_response, install_error_handler
@@ -73,9 +74,12 @@ def create_app(
             # a scrape never reopens a rebuilt index (seconds with a real encoder): NaN until a request does
             app.state.metrics.watch_catalog(lambda: serving.probe(_catalog_health))
             parse_in_background(first)
+            app.state.prober = _start_prober(settings, lambda: serving.current, app.state.metrics)
             yield
         finally:
             stop.set()
+            if getattr(app.state, "prober", None) is not None:
+                app.state.prober.stop(timeout=settings.probe_timeout + 1.0)
             if retriever is None:
                 first.close()  # the store every reopened retriever shares
 
@@ -119,6 +123,29 @@ def app_from_env() -> FastAPI:
     if os.environ.get(PARENT_PID_ENV, "").isdigit():
         stop_with_parent(int(os.environ[PARENT_PID_ENV]))
     return app
+
+
+def _start_prober(settings: Settings, current: Callable[[], Retriever], metrics: Metrics) -> Prober | None:
+    """Health probes of the suspected tools' http(s) endpoints every ``probe_every`` seconds (off: None);
+    each round's outcomes counted in ``rated_probes_total``."""
+    if settings.probe_every is None:
+        return None
+
+    def count(results: list[ProbeResult]) -> None:
+        for result in results:
+            label = (
+                result.outcome.kind.value
+                if result.outcome
+                else "not_recorded"
+                if result.error
+                else "unchecked"
+            )
+            metrics.probes.labels(label).inc()
+
+    check = http_check(timeout=settings.probe_timeout)
+    return Prober(
+        current, check, every=settings.probe_every, budget=settings.probe_budget, on_round=count
+    ).start()
 
 
 def _parse_in_background(retriever: Retriever, stop: threading.Event) -> None:

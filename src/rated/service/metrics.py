@@ -77,6 +77,13 @@ class Metrics:
             ["change"],
             registry=own,
         )
+        self.probes = Counter(
+            "rated_probes_total",
+            "Health probes of suspected tools (RATED_PROBE_EVERY), by outcome ('unchecked': no http(s) "
+            "endpoint; 'not_recorded': the tool removed or the store busy meanwhile)",
+            ["outcome"],
+            registry=own,
+        )
         for change in (
             "added",
             "updated",

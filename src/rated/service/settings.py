@@ -42,6 +42,10 @@ class Settings(BaseModel):
     max_body_bytes: int = Field(1 << 20, ge=1)  # 1 MiB: a full batch (64 x 10,000 ASCII chars) fits
     api_key: SecretStr | None = None  # set: every route but /health and the docs needs it (service.auth)
     workers: int = Field(1, ge=1)  # HTTP worker processes (rated serve); each opens the store itself
+    # health probes of suspected tools' http(s) endpoints (rated.probing): seconds between rounds, or off
+    probe_every: float | None = Field(None, gt=0)
+    probe_budget: int = Field(3, ge=1)  # tools checked per round (per worker process)
+    probe_timeout: float = Field(5.0, gt=0)  # seconds a probe may wait for an answer
 
     @field_validator("api_key")
     @classmethod

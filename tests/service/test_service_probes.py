@@ -1,0 +1,85 @@
+"""RATED_PROBE_EVERY / --probe-every: the service health-checks the http(s) endpoints of tools seen failing,
+so a recovered tool is back without an agent paying a failed call; rounds counted in /metrics."""
+
+from __future__ import annotations
+
+import http.server
+import re
+import threading
+import time
+
+import pytest
+from fastapi.testclient import TestClient
+
+from rated import Tool
+from rated.encode.testing import HashEncoder
+from rated.errors import ConfigError
+from rated.retriever import Retriever
+from rated.service import Settings, create_app
+
+QUERY = "send an email message"
+
+
+class _Up(http.server.BaseHTTPRequestHandler):
+    def do_HEAD(self):  # noqa: N802 - http.server's naming
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def endpoint():
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Up)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/send"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def tools(endpoint: str) -> list[Tool]:
+    return [
+        Tool(id="mail.a", name="send_email", description="Send an email message", endpoint=endpoint),
+        Tool(id="mail.b", name="post_letter", description="Post a letter or message by mail"),
+        Tool(
+            id="weather", name="weather_forecast", description="Weather forecast for a city", endpoint="stdio"
+        ),
+    ]
+
+
+def counted(text: str, outcome: str) -> float:
+    found = re.search(rf'^rated_probes_total\{{outcome="{outcome}"\}} (\S+)$', text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+def top(c: TestClient) -> str:
+    return c.post("/retrieve", json={"query": QUERY, "k": 2}).json()["hits"][0]["id"]
+
+
+def test_a_demoted_tool_whose_endpoint_answers_is_back_by_the_next_rounds(tmp_path, endpoint):
+    db = str(tmp_path / "p.db")
+    Retriever.from_catalog(tools(endpoint), db=db, encoder=HashEncoder(64)).close()
+    with TestClient(create_app(Settings(db=db, probe_every=0.05))) as c:
+        assert c.post("/feedback", json={"tool_id": "mail.a", "outcome": "tool_error"}).status_code == 200
+        c.post("/feedback", json={"tool_id": "weather", "outcome": "timeout"})
+        deadline = time.monotonic() + 10
+        while top(c) != "mail.a" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert top(c) == "mail.a"  # no agent call since the failure
+        text = c.get("/metrics").text
+        assert counted(text, "success") >= 1 and counted(text, "unchecked") >= 1  # weather: no http endpoint
+        outcomes = c.get("/tools/mail.a").json()
+        assert outcomes["failures"] == 1 and outcomes["successes"] == 0  # probes are not agents' calls
+        prober = c.app.state.prober
+    assert not prober._thread.is_alive()  # stopped with the app
+
+
+def test_probing_is_off_by_default_and_its_settings_are_checked(tmp_path, endpoint):
+    db = str(tmp_path / "off.db")
+    Retriever.from_catalog(tools(endpoint), db=db, encoder=HashEncoder(64)).close()
+    with TestClient(create_app(Settings(db=db))) as c:
+        assert c.app.state.prober is None
+    with pytest.raises(ConfigError, match="RATED_PROBE_EVERY"):
+        Settings.from_env({"RATED_PROBE_EVERY": "0"})
+    assert Settings.from_env({"RATED_PROBE_EVERY": "30", "RATED_PROBE_BUDGET": "2"}).probe_budget == 2
