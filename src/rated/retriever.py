@@ -309,7 +309,7 @@ class Retriever:
         if len(pos) == 0:
             return []
         where = pos.tolist()
-        candidates = Candidates(
+        candidates = Candidates._trusted(  # arrays of this retriever's own making: see _trusted
             tool_ids=tuple(map(self._ids.__getitem__, where)),
             semantic=sem,
             prior=self._prior[pos],

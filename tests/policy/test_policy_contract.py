@@ -123,6 +123,16 @@ def test_nan_inputs_rejected(name: str) -> None:
         Outcome.of("rate_limited", retry_after=math.nan)
 
 
+def test_a_nan_in_unchecked_candidates_still_fails_the_ranking(name: str) -> None:
+    """``Candidates._trusted`` (the retriever's own arrays) skips the checks; a NaN score stops ``rank``."""
+    sem = np.array([0.5, math.nan, 0.1, 0.2], dtype=np.float32)
+    trusted = Candidates._trusted(IDS, sem, np.full(4, 0.5, np.float32), PROVIDERS, _ctx(0), 0.0)
+    policy = make_policy(name)
+    _history(policy)
+    with pytest.raises(ConfigError, match="invalid scores"):
+        policy.rank(trusted)
+
+
 def test_state_round_trip_gives_same_ranking(name: str) -> None:
     trained = make_policy(name)
     _history(trained)
