@@ -12,7 +12,9 @@ median to the encode-only median of the same run):
 - ``retrieve (repeated query)``: the same with the retriever's query cache on and 20 queries asked over
   and over (agents repeat requests): the encoder is skipped;
 - ``retrieve after search``: what ``retrieve`` adds to encode+search (clock, candidates, RATED scoring,
-  fusion, sort, the k hits), on search results computed beforehand;
+  fusion, sort, the k hits), on search results computed beforehand, with fresh policy state; ``retrieve
+  after search, state``: the same once the retriever has had feedback (with its query) on the best
+  candidate of every third query, as in a live system;
 - ``rerank+fusion``: building ``Candidates`` for the K candidates and ``policy.rank`` (RATED's bandit
   score, health gate and fusion), alone; also for the other policies (paper Table 3 rows);
 - ``feedback (memory)``: ``policy.learn`` of one outcome with its query context, in memory;
@@ -54,6 +56,7 @@ TARGETS_MS = {  # issue 2, "How it must perform"
     "retrieve": 3.0,
     "retrieve (short queries)": 3.0,
     "retrieve after search": 0.05,
+    "retrieve after search, state": 0.05,
     "rerank+fusion (rated)": 0.05,
     "feedback (memory)": 0.05,
     "feedback (sqlite, normal)": 1.0,
@@ -260,6 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         lambda i: r.feedback(pool[i % 50].id, i % 3 != 0, query=q(i)),
         base,
     )
+    for i in range(0, len(qs), 3):  # state on the best candidate of every third query, as for the policies
+        r.feedback(pool[found[i][0][0]].id, i % 2 == 0, query=q(i))
+    stage("retrieve after search, state", lambda i: r._rank(*found[i], vecs[i], 5), base)
     r.close(), r_full.close(), r_cached.close()
     shutil.rmtree(tmp, ignore_errors=True)
 
