@@ -59,16 +59,25 @@ class ProbeResult:
     error: str | None = None
 
 
-def probe(retriever: Retriever, check: Check, budget: int = 3) -> list[ProbeResult]:
-    """One round: check up to ``budget`` suspected tools, one after another, and record each result."""
+def probe(
+    retriever: Retriever, check: Check, budget: int = 3, *, stop: threading.Event | None = None
+) -> list[ProbeResult]:
+    """One round: check up to ``budget`` suspected tools, one after another, and record each result.
+
+    Once ``stop`` is set no further check starts, and the answer of the check in flight is not recorded:
+    whoever stopped the round may close the store next (a service shutting down)."""
     results = []
     for tool_id, tool in _targets(retriever, budget):
+        if stop is not None and stop.is_set():
+            break
         try:
             answer = check(tool)
         except Exception as exc:  # the check failing is the answer: classified like a tool call's error
             outcome = outcome_from_exception(exc)
         else:
             outcome = _outcome(answer)  # a check returning nonsense is a bug in it, not a tool failure
+        if stop is not None and stop.is_set():
+            break
         results.append(_record(retriever, tool_id, outcome))
     return results
 
@@ -235,9 +244,10 @@ class Prober:
         return self
 
     def stop(self, timeout: float | None = None) -> bool:
-        """Stop after the current round, waiting up to ``timeout`` seconds (None: until it ends; a check in
-        flight runs up to its own timeout). True when the thread has ended, False if a check still runs
-        (the daemon thread then ends with it, recording nothing more)."""
+        """Stop after the check in flight (the round's other targets are not checked), waiting up to
+        ``timeout`` seconds (None: until it ends; a check runs up to its own timeout). True when the thread
+        has ended, False if a check still runs (the daemon thread then ends with it, recording nothing
+        more: not even that check's answer)."""
         self._stop.set()
         if self._thread is None:
             return True
@@ -247,10 +257,9 @@ class Prober:
     def _run(self) -> None:
         while not self._stop.wait(self.every):
             try:
-                target = (
-                    self.retriever() if callable(self.retriever) else self.retriever
-                )  # a Retriever is not
-                self.last = probe(target, self.check, self.budget)
+                # a function giving the retriever (a service's current one) is asked each round
+                target = self.retriever() if callable(self.retriever) else self.retriever
+                self.last = probe(target, self.check, self.budget, stop=self._stop)
                 if self.on_round is not None:
                     self.on_round(self.last)
             except RatedError as exc:

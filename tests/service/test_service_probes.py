@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.server
 import re
+import socket
 import threading
 import time
 
@@ -83,3 +84,45 @@ def test_probing_is_off_by_default_and_its_settings_are_checked(tmp_path, endpoi
     with pytest.raises(ConfigError, match="RATED_PROBE_EVERY"):
         Settings.from_env({"RATED_PROBE_EVERY": "0"})
     assert Settings.from_env({"RATED_PROBE_EVERY": "30", "RATED_PROBE_BUDGET": "2"}).probe_budget == 2
+
+
+@pytest.fixture
+def silent():
+    """An endpoint that accepts connections and never answers; counts the connections."""
+    server = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+
+    def serve():
+        while True:
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:  # closed
+                return
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/x", accepted
+    server.close()
+    for conn in accepted:
+        conn.close()
+
+
+def test_shutdown_stops_a_round_of_hanging_probes_after_the_check_in_flight(tmp_path, silent):
+    """Five suspects on an endpoint that never answers, 0.4 s each: the round takes 2 s, the shutdown
+    waited probe_timeout + 1 = 1.4 s, and the prober went on checking and recording past the store's close."""
+    url, accepted = silent
+    db = str(tmp_path / "hang.db")
+    hanging = [
+        Tool(id=f"t{i}", name=f"tool_{i}", description=f"tool number {i}", endpoint=url) for i in range(5)
+    ]
+    Retriever.from_catalog(hanging, db=db, encoder=HashEncoder(32)).close()
+    settings = Settings(db=db, probe_every=0.05, probe_budget=5, probe_timeout=0.4)
+    with TestClient(create_app(settings)) as c:
+        for tool in hanging:
+            c.post("/feedback", json={"tool_id": tool.id, "outcome": "tool_error"})
+        deadline = time.monotonic() + 10
+        while not accepted and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert accepted  # a check is in flight
+        prober = c.app.state.prober
+    assert not prober._thread.is_alive()
+    assert len(accepted) == 1  # the round's other four were not checked

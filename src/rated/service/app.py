@@ -78,8 +78,11 @@ def create_app(
             yield
         finally:
             stop.set()
-            if getattr(app.state, "prober", None) is not None:
-                app.state.prober.stop(timeout=settings.probe_timeout + 1.0)
+            prober = getattr(app.state, "prober", None)
+            # after the check in flight (each waits up to probe_timeout for each step of its request);
+            # one still running after that records nothing once it answers: the store can be closed
+            if prober is not None and not prober.stop(timeout=settings.probe_timeout + 1.0):
+                log.warning("a health probe was still running at shutdown; its answer is dropped")
             if retriever is None:
                 first.close()  # the store every reopened retriever shares
 
