@@ -63,7 +63,7 @@ from rated.store.base import (
 from rated.store.codec import decode_state, encode_state
 from rated.store.meta import EncoderIdentity, IndexMeta
 from rated.store.open import open_store
-from rated.store.rows import by_either_form, other_spellings
+from rated.store.rows import IdSpellings
 from rated.stored_tool import StoredTool, record_digest
 from rated.tool_filter import PoolFilter, ToolFilter
 from rated.tracking import AsyncTrackedCall, TrackedCall
@@ -402,10 +402,8 @@ class Retriever:
             query_hash = hashlib.sha256(query.encode("utf-8")).hexdigest()[:16]
         with self._lock:
             self._refresh()  # the tool may have been added or removed by another process since
-            entry = by_either_form(self._by_id, tool_id)
-            if entry is None:
-                raise UnknownToolError(tool_id)
-            tool_id = entry.id  # as the catalog spells it, whichever Unicode form was typed
+            tool_id = self._known_id(tool_id)  # as the catalog spells it, whichever Unicode form was typed
+            entry = self._by_id[tool_id]
             now = float(self._clock())
             fb = Feedback(
                 tool_id=tool_id,
@@ -552,10 +550,10 @@ class Retriever:
             raise ToolExistsError(clash)
 
     def _other_form_indexed(self, tool_id: str) -> bool:
-        """Whether the index holds ``tool_id`` in the other Unicode normal form: feedback, health and remove
-        find either form, so a second tool spelled so would make one of the two unreachable by that id. Both
-        NFC and NFD are looked up (an id may be in neither), as the stores check inside their change."""
-        return any(other in self._by_id for other in other_spellings([tool_id]))
+        """Whether the index holds ``tool_id`` in another Unicode spelling: feedback, health and remove
+        find any, so a second tool spelled so would make one of the two unreachable by that id. Compared by
+        NFC form (either id may be in neither normal form), as the catalog loader compares them."""
+        return self._spellings.other(tool_id) is not None
 
     def remove_tools(self, tool_ids: Iterable[str]) -> list[str]:
         """Drop tools (and their learned state); ``UnknownToolError`` if one is not indexed, ``LastToolError``
@@ -587,13 +585,11 @@ class Retriever:
             return ids
 
     def _known_id(self, tool_id: object) -> str:
-        """``tool_id`` as the catalog spells it (either Unicode normal form, as ``feedback`` accepts it)."""
-        entry = None
-        if isinstance(tool_id, str):
-            entry = by_either_form(self._by_id, tool_id)
-        if entry is None:
+        """``tool_id`` as the catalog spells it (typed in any Unicode spelling: ``IdSpellings``)."""
+        found = self._spellings.find(tool_id)
+        if found is None:
             raise UnknownToolError(tool_id)  # type: ignore[arg-type]
-        return entry.id
+        return found
 
     def sync_tools(
         self,
@@ -718,11 +714,7 @@ class Retriever:
         """One tool's current health (``stats=False`` skips reading its outcome counts)."""
         with self._lock:
             self._refresh()
-            position = None
-            if isinstance(tool_id, str):  # either Unicode normal form, as feedback accepts it
-                position = by_either_form(self._position, tool_id)
-            if position is None:
-                raise UnknownToolError(tool_id)
+            position = self._position[self._known_id(tool_id)]  # any Unicode spelling, as feedback
             counts = self._store.outcome_stats([self._ids[position]]) if stats else {}
             return self._health([position], counts)[0]
 
@@ -777,11 +769,7 @@ class Retriever:
     def tool(self, tool_id: str) -> Tool:
         with self._lock:
             self._refresh()  # a tool another process removed is unknown here too
-            try:
-                entry = self._by_id[tool_id]
-            except (KeyError, TypeError):
-                raise UnknownToolError(tool_id) from None
-            return entry.tool
+            return self._by_id[self._known_id(tool_id)].tool  # any Unicode spelling, as feedback
 
     def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:
         """The most recent ``limit`` outcome records (all when None), oldest first."""
@@ -792,7 +780,9 @@ class Retriever:
         if limit is not None:  # more than any log holds is all of it: stores take 64-bit limits only
             limit = None if limit > _NO_LIMIT else int(limit)
         if tool_id is not None:
-            self.tool(tool_id)
+            with self._lock:
+                self._refresh()
+                tool_id = self._known_id(tool_id)  # as the catalog spells it: the log's spelling
         return self._store.outcomes(tool_id, limit)
 
     @property
@@ -932,6 +922,7 @@ class Retriever:
         self._ids = [t.id for t in self._tools]
         self._by_id = dict(zip(self._ids, self._tools, strict=True))
         self._position = dict(zip(self._ids, range(len(self._ids)), strict=True))
+        self._spellings = IdSpellings(self._position)
         self._prior_by_id = {i: float(prior_by_id[i]) for i in self._ids}  # in pool order
         self._prior = np.fromiter(self._prior_by_id.values(), np.float32, len(self._ids))
 

@@ -39,7 +39,7 @@ import numpy as np
 from rated.catalog.schema import AuthType
 from rated.errors import IndexFormatError, QueryError, UnknownToolError
 from rated.shown import shown
-from rated.store.rows import by_either_form
+from rated.store.rows import IdSpellings
 
 __all__ = ["FILTER_KEYS", "PoolFilter", "ToolFilter"]
 
@@ -140,6 +140,7 @@ class PoolFilter:
     def __init__(self, tools: Sequence[Any], position: Mapping[str, int]):
         self._tools = tools
         self._position = position
+        self._spellings = IdSpellings(position)  # any Unicode spelling of an id, as feedback finds it
         self._facets: dict[str, dict[str, np.ndarray]] = {}
         self._recent: OrderedDict[ToolFilter, np.ndarray] = OrderedDict()
 
@@ -184,8 +185,8 @@ class PoolFilter:
     def _ids_positions(self, key: str, ids: frozenset[str], strict: bool = True) -> list[int]:
         position = self._position
         found = [position.get(i) for i in ids]
-        if None in found:  # either Unicode normal form names a tool, as for feedback
-            found = [by_either_form(position, i) if p is None else p for i, p in zip(ids, found, strict=True)]
+        if None in found:  # any Unicode spelling names a tool, as for feedback
+            found = [self._spelled(i) if p is None else p for i, p in zip(ids, found, strict=True)]
             unknown = sorted(i for i, p in zip(ids, found, strict=True) if p is None)
             if unknown and not strict:
                 return [p for p in found if p is not None]
@@ -193,6 +194,11 @@ class PoolFilter:
                 more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
                 raise UnknownToolError(unknown[0], f"filter {key!r}{more}")
         return found  # type: ignore[return-value]
+
+    def _spelled(self, tool_id: str) -> int | None:
+        """The position of the tool ``tool_id`` names in another Unicode spelling (``IdSpellings``)."""
+        held = self._spellings.find(tool_id)
+        return None if held is None else self._position[held]
 
     def _facet(self, key: str) -> dict[str, np.ndarray]:
         facet = self._facets.get(key)

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, overload
 
 import numpy as np
 
 from rated.errors import ConfigError, IndexFormatError, ToolExistsError
 
-T = TypeVar("T")
-
 __all__ = [
+    "IdSpellings",
     "PriorDetails",
     "check_max_outcomes",
     "check_tool_rows",
@@ -21,7 +20,6 @@ __all__ = [
     "decode_meta",
     "decode_vector",
     "empty_catalog_dim",
-    "by_either_form",
     "other_spellings",
     "refuse_clashes",
 ]
@@ -52,16 +50,40 @@ def check_tool_rows(
     return emb, details
 
 
-def by_either_form(mapping: Mapping[str, T], tool_id: str) -> T | None:
-    """``mapping[tool_id]``, else the value under its NFC or NFD form (a terminal may type "é" either way,
-    an id pasted from pieces may be in neither), as the stores look ids up; the catalog refuses ids that
-    differ only so, so at most one tool matches."""
-    found = mapping.get(tool_id)
-    for form in ("NFC", "NFD"):
-        if found is not None:
-            break
-        found = mapping.get(unicodedata.normalize(form, tool_id))
-    return found
+class IdSpellings:
+    """The ids a catalog holds, found by any Unicode spelling of them: "é" typed composed or decomposed,
+    or an id pasted from pieces with one accent of each (in neither normal form), on either side. Ids are
+    compared by their NFC form, as the catalog loader compares them (it refuses two ids equal so), and
+    the catalog changes refuse such a second id, so at most one held id matches.
+
+    ``held``: the ids (read as they are: make a new one when they change). The held ids not in NFC are
+    indexed by their NFC form when a lookup first needs it (most catalogs have none)."""
+
+    def __init__(self, held: Collection[str]) -> None:
+        self._held = held
+        self._unnormalized: dict[str, str] | None = None
+
+    def find(self, tool_id: object) -> str | None:
+        """The held id ``tool_id`` spells (itself when held as typed), or None."""
+        if not isinstance(tool_id, str):
+            return None
+        if tool_id in self._held:
+            return tool_id
+        nfc = unicodedata.normalize("NFC", tool_id)
+        if nfc in self._held:
+            return nfc
+        if self._unnormalized is None:
+            self._unnormalized = {}
+            for held in self._held:
+                if not held.isascii() and (form := unicodedata.normalize("NFC", held)) != held:
+                    self._unnormalized.setdefault(form, held)
+        return self._unnormalized.get(nfc)
+
+    def other(self, tool_id: str) -> str | None:
+        """The held id that is ``tool_id`` spelled otherwise (a new tool under ``tool_id`` would clash with
+        it), or None (not held in any spelling, or held as typed)."""
+        found = self.find(tool_id)
+        return None if found == tool_id else found
 
 
 def other_spellings(ids: Iterable[str]) -> dict[str, str]:
