@@ -52,6 +52,9 @@ def test_the_filter_arguments_are_described_for_the_model(retriever):
         assert {"type": "array", "items": {"type": "string"}} in props[name]["anyOf"]
     assert "just failed" in props["exclude"]["description"] and "api_key" in props["auth"]["description"]
     assert "exclude (ids not to return" in find.description and "No hits means" in find.description
+    # exclude is lenient, only is not (9d64749): the model must know a misspelt exclude is silently ignored
+    assert "an id of no tool excludes nothing" in find.description
+    assert "only (the ids you may call; an id of no tool is an error)" in find.description
 
 
 @pytest.mark.parametrize(

@@ -59,8 +59,9 @@ FIND_TOOLS = (
     "openai_responses, anthropic or mcp), each hit also has its definition for that model API and "
     "call_name, the name it is called by there; report outcomes with the id. To choose among some tools "
     "only, give exclude (ids not to return, e.g. a tool that just failed for this task: you get the next "
-    "best ones), only (the ids you may call), source, tags, provider or auth; a tool must match every one "
-    "given. No hits means no tool matches them."
+    "best ones; an id of no tool excludes nothing), only (the ids you may call; an id of no tool is an "
+    "error), source, tags, provider or auth; a tool must match every one given. No hits means no tool "
+    "matches them."
 )
 REPORT_OUTCOME = (
     "Report how a call of a tool went, so that failing tools are demoted until they recover. Give either "
