@@ -135,7 +135,7 @@ def unreachable(exc: httpx.TransportError, url: str) -> ServiceUnreachableError:
 
 def _unknown_quoted(detail: str) -> UnknownToolError:
     """The ``UnknownToolError`` whose message is ``detail`` (``[<where>: ]unknown tool id: 'x'``, where
-    names what held the id, e.g. ``filter 'exclude'``): the id it quotes, or the quoted text as shown when
+    names what held the id, e.g. ``filter 'tools'``): the id it quotes, or the quoted text as shown when
     the id was cut short (``'a... (900 characters)``); the whole message when it is none of these."""
     marker = "unknown tool id: "
     where, found, quoted = (

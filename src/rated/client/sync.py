@@ -65,8 +65,9 @@ class RatedClient:
         their ``ToolDefinitions`` for that API, as ``tool_definitions(hits, format)`` gives them
         (``.tool_id(name)`` maps a called name back).
         ``where``: rank only the tools a filter allows, as ``Retriever.retrieve`` (a ``ToolFilter`` or a
-        mapping of its keys; an unknown key is a ``QueryError`` here, an unknown id the service's 404,
-        raised as ``UnknownToolError`` with the key in ``.where``)."""
+        mapping of its keys; an unknown key is a ``QueryError`` here, an unknown id in ``tools`` the
+        service's 404, raised as ``UnknownToolError`` with the key in ``.where``; one in ``exclude``
+        excludes nothing)."""
         return self._send(wire.retrieve(query, k, format, where))
 
     @overload
