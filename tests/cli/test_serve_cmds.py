@@ -133,3 +133,23 @@ def test_serve_passes_its_probe_options_to_the_app_and_refuses_a_bad_interval(mo
     code = main(["serve", "--db", "m", "--probe-every", "0"])
     err = capsys.readouterr().err
     assert code != 0 and "probe_every" in err and "Traceback" not in err
+
+
+def test_mcp_takes_the_probe_options_too(monkeypatch, capsys):
+    import rated.service.mcp_server as mcp_server
+    import rated.service.mcp_stdio as mcp_stdio
+
+    store = MemoryStore()
+    Retriever.from_catalog(
+        [Tool(id="a", name="a", description="x")], db=store, encoder=HashEncoder(32)
+    ).close()
+    real_open = Retriever.open
+    monkeypatch.setattr(Retriever, "open", lambda db, **kw: real_open(store, encoder=HashEncoder(32), **kw))
+    given = []
+    monkeypatch.setattr(mcp_server, "build_mcp_server", lambda r, settings: given.append(settings))
+    monkeypatch.setattr(mcp_stdio, "run_stdio", lambda server: None)
+    assert main(["mcp", "--db", "m", "--probe-every", "15", "--probe-budget", "2"]) == 0
+    assert (given[0].probe_every, given[0].probe_budget) == (15.0, 2)
+    code = main(["mcp", "--db", "m", "--probe-budget", "0"])
+    err = capsys.readouterr().err
+    assert code != 0 and "probe_budget" in err and "Traceback" not in err

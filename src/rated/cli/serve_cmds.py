@@ -29,6 +29,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="worker processes, each with its own copy of the index (default $RATED_WORKERS or 1)",
     )
+    _probe_arguments(p, "worker")
+    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    p.set_defaults(handler=_serve)
+
+    p = sub.add_parser("mcp", help="run an MCP server on stdio (tools: find_tools, report_outcome)")
+    add_db_argument(p)
+    _probe_arguments(p, "server")
+    p.set_defaults(handler=_mcp)
+
+
+def _probe_arguments(p: argparse.ArgumentParser, each: str) -> None:
     p.add_argument(
         "--probe-every",
         type=float,
@@ -42,14 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="tools checked per round (default $RATED_PROBE_BUDGET or 3)",
+        help=f"tools checked per round, in each {each} process (default $RATED_PROBE_BUDGET or 3)",
     )
-    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
-    p.set_defaults(handler=_serve)
-
-    p = sub.add_parser("mcp", help="run an MCP server on stdio (tools: find_tools, report_outcome)")
-    add_db_argument(p)
-    p.set_defaults(handler=_mcp)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -105,7 +110,7 @@ def _mcp(args: argparse.Namespace) -> int:
     from rated.service.mcp_server import build_mcp_server
     from rated.service.mcp_stdio import run_stdio
 
-    settings = Settings.from_env(db=args.db)
+    settings = Settings.from_env(db=args.db, probe_every=args.probe_every, probe_budget=args.probe_budget)
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries JSON-RPC only: keep set-up chatter off it
         retriever = Retriever.open(settings.db, busy_timeout=settings.busy_timeout)
         retriever.index  # noqa: B018 - built before the first find_tools call

@@ -20,12 +20,13 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
 from rated.errors import ConfigError
-from rated.probing import Prober, ProbeResult, http_check
+from rated.probing import ProbeResult
 from rated.retriever import Retriever
 from rated.service.auth import KeyFirst, require_api_key
 from rated.service.errors import error_response, install_error_handler
 from rated.service.limits import BodyLimit
 from rated.service.metrics import Metrics
+from rated.service.probes import start_prober, stop_prober
 from rated.service.reopen import Reopening
 from rated.service.routes import OPEN_ROUTERS, ROUTERS
 from rated.service.settings import Settings
@@ -74,15 +75,11 @@ def create_app(
             # a scrape never reopens a rebuilt index (seconds with a real encoder): NaN until a request does
             app.state.metrics.watch_catalog(lambda: serving.probe(_catalog_health))
             parse_in_background(first)
-            app.state.prober = _start_prober(settings, lambda: serving.current, app.state.metrics)
+            app.state.prober = start_prober(settings, lambda: serving.current, _counted(app.state.metrics))
             yield
         finally:
             stop.set()
-            prober = getattr(app.state, "prober", None)
-            # after the check in flight (each waits up to probe_timeout for each step of its request);
-            # one still running after that records nothing once it answers: the store can be closed
-            if prober is not None and not prober.stop(timeout=settings.probe_timeout + 1.0):
-                log.warning("a health probe was still running at shutdown; its answer is dropped")
+            stop_prober(getattr(app.state, "prober", None), settings)  # before the store closes
             if retriever is None:
                 first.close()  # the store every reopened retriever shares
 
@@ -128,11 +125,8 @@ def app_from_env() -> FastAPI:
     return app
 
 
-def _start_prober(settings: Settings, current: Callable[[], Retriever], metrics: Metrics) -> Prober | None:
-    """Health probes of the suspected tools' http(s) endpoints every ``probe_every`` seconds (off: None);
-    each round's outcomes counted in ``rated_probes_total``."""
-    if settings.probe_every is None:
-        return None
+def _counted(metrics: Metrics) -> Callable[[list[ProbeResult]], None]:
+    """Each probe round's outcomes counted in ``rated_probes_total``."""
 
     def count(results: list[ProbeResult]) -> None:
         for result in results:
@@ -145,10 +139,7 @@ def _start_prober(settings: Settings, current: Callable[[], Retriever], metrics:
             )
             metrics.probes.labels(label).inc()
 
-    check = http_check(timeout=settings.probe_timeout)
-    return Prober(
-        current, check, every=settings.probe_every, budget=settings.probe_budget, on_round=count
-    ).start()
+    return count
 
 
 def _parse_in_background(retriever: Retriever, stop: threading.Event) -> None:

@@ -12,8 +12,8 @@ an MCP server that has started failing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import ConfigDict, Field, Strict, model_validator
@@ -24,6 +24,7 @@ from rated.outcome import OutcomeKind
 from rated.retriever import Retriever
 from rated.service.actions import checked_k, record_feedback
 from rated.service.filter_values import FilterValue
+from rated.service.probes import start_prober, stop_prober
 from rated.service.reopen import Reopening
 from rated.service.schemas import WHERE_KEYS, FeedbackOut, RetrieveOut
 from rated.service.settings import Settings
@@ -141,7 +142,8 @@ def _k_param(max_k: int) -> Any:
 def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> MCPServer:
     """An ``MCPServer`` exposing ``find_tools`` and ``report_outcome`` over ``retriever`` (or a retriever
     reopened over its store, should the index be rebuilt with another encoder or policy: the store stays
-    the caller's to close)."""
+    the caller's to close). With ``settings.probe_every``, each run of the server health-checks the
+    suspected tools (``rated.service.probes``), stopped before the run ends."""
     try:
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
@@ -193,9 +195,21 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
                 )
             )
 
+    @asynccontextmanager
+    async def probing(_: MCPServer) -> AsyncIterator[dict[str, Any]]:
+        """Health probes while the server runs, when ``settings.probe_every`` is set (``rated mcp
+        --probe-every``): a recovered tool is back without an agent paying a failed call to find out."""
+        prober = start_prober(settings, lambda: serving.current)
+        try:
+            yield {}
+        finally:
+            stop_prober(prober, settings)
+
     find_tools.__annotations__["k"] = _k_param(settings.max_k)  # the limit is known only now
     tools = [_closed_tool(find_tools, FIND_TOOLS), _closed_tool(report_outcome, REPORT_OUTCOME)]
-    return MCPServer(name="rated", instructions=INSTRUCTIONS, version=__version__, tools=tools)
+    return MCPServer(
+        name="rated", instructions=INSTRUCTIONS, version=__version__, tools=tools, lifespan=probing
+    )
 
 
 def _closed_tool(fn: Callable[..., Any], description: str) -> Tool:
