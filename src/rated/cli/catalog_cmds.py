@@ -23,6 +23,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from rated.cli import catalog_mcp_cmds
 from rated.cli.output import console, print_json
 from rated.errors import ConfigError
 
@@ -67,6 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--json", action="store_true", help="print the statistics as JSON")
     p.set_defaults(handler=_stats)
+
+    catalog_mcp_cmds.register(cmds)
 
 
 def _encoder(spec: str, progress: bool) -> Any:
