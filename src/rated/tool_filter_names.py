@@ -1,7 +1,7 @@
 """A filter's errors in the words of the surface that took it: ``--only`` on the command line, ``only`` for
 MCP, where the library's key is ``tools``.
 
-``ToolFilter`` and ``PoolFilter`` name the key at fault (``filter 'exclude': unknown tool id: 'x'``). A
+``ToolFilter`` and ``PoolFilter`` name the key at fault (``filter 'tools': unknown tool id: 'x'``). A
 surface that spells its options otherwise runs the call under ``named_as``, so that the one line the caller
 reads names the option they actually gave (``--exclude: unknown tool id: 'x'``).
 """

@@ -128,7 +128,11 @@ def add_db_argument(p: argparse.ArgumentParser) -> None:
 # rated.tool_filter's keys as search options, each repeatable: key -> (option, metavar, help)
 _FILTER_OPTIONS = {
     "tools": ("--only", "ID", "only this tool id"),
-    "exclude": ("--exclude", "ID", "never this tool id (e.g. one that just failed)"),
+    "exclude": (
+        "--exclude",
+        "ID",
+        "never this tool id (e.g. one that just failed; an unknown id is ignored)",
+    ),
     "source": ("--source", "S", "only tools of this platform (langchain, n8n, mcp, ...; any case)"),
     "tags": ("--tag", "T", "only tools with this tag (any case)"),
     "provider": ("--provider", "P", "only tools of this provider"),

@@ -54,8 +54,8 @@ _FORMAT = (
 
 # What each filter key allows, for the HTTP schema and the MCP arguments alike (rated.tool_filter).
 WHERE_KEYS = {
-    "tools": "only these tool ids (an empty list allows no tool)",
-    "exclude": "never these tool ids, e.g. tools that just failed for this task",
+    "tools": "only these tool ids (an empty list allows no tool; an unknown id is an error)",
+    "exclude": "never these tool ids, e.g. ones that just failed for this task (an unknown id excludes nothing)",
     "source": "only tools of these platforms (langchain, n8n, mcp, openai, custom, ...; any case)",
     "tags": "only tools with any of these tags (any case)",
     "provider": "only tools of these providers (a tool without one is its own provider, under its id)",
@@ -70,8 +70,8 @@ def _where_field(key: str) -> Any:
 
 class WhereIn(_In):
     """Rank only the tools this allows: a tool must pass every key given, and within a key any of its values.
-    An unknown tool id in ``tools`` is a 404 naming the key (one in ``exclude`` excludes nothing); a filter that allows no tool is an empty
-    answer, not an error."""
+    An unknown tool id in ``tools`` is a 404 naming the key (one in ``exclude`` excludes nothing); a filter
+    that allows no tool is an empty answer, not an error."""
 
     tools: FilterValue = _where_field("tools")
     exclude: FilterValue = _where_field("exclude")
