@@ -55,7 +55,7 @@ _FORMAT = (
 # What each filter key allows, for the HTTP schema and the MCP arguments alike (rated.tool_filter).
 WHERE_KEYS = {
     "tools": "only these tool ids (an empty list allows no tool; an unknown id is an error)",
-    "exclude": "never these tool ids, e.g. ones that just failed for this task (an unknown id excludes nothing)",
+    "exclude": "never these tool ids, e.g. ones that just failed (an unknown id excludes nothing)",
     "source": "only tools of these platforms (langchain, n8n, mcp, openai, custom, ...; any case)",
     "tags": "only tools with any of these tags (any case)",
     "provider": "only tools of these providers (a tool without one is its own provider, under its id)",
