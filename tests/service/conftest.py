@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import http.server
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,3 +26,22 @@ def mcp_handshake() -> list[dict[str, Any]]:
         },
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
     ]
+
+
+class _Up(http.server.BaseHTTPRequestHandler):
+    def do_HEAD(self):  # noqa: N802 - http.server's naming
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def endpoint() -> Iterator[str]:
+    """The URL of a local HTTP endpoint that answers every HEAD with 200 (a tool that is up, for probes)."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Up)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/send"
+    httpd.shutdown()
+    httpd.server_close()

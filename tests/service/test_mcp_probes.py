@@ -3,7 +3,6 @@ it runs (the setting was read, checked, and ignored), and stops probing when its
 
 from __future__ import annotations
 
-import http.server
 import threading
 import time
 
@@ -19,24 +18,6 @@ from rated.encode.testing import HashEncoder  # noqa: E402
 from rated.retriever import Retriever  # noqa: E402
 from rated.service import Settings  # noqa: E402
 from rated.service.mcp_server import build_mcp_server  # noqa: E402
-
-
-class _Up(http.server.BaseHTTPRequestHandler):
-    def do_HEAD(self):  # noqa: N802 - http.server's naming
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def endpoint():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Up)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/send"
-    httpd.shutdown()
-    httpd.server_close()
 
 
 def probers() -> list[threading.Thread]:

@@ -3,7 +3,6 @@ so a recovered tool is back without an agent paying a failed call; rounds counte
 
 from __future__ import annotations
 
-import http.server
 import re
 import socket
 import threading
@@ -19,24 +18,6 @@ from rated.retriever import Retriever
 from rated.service import Settings, create_app
 
 QUERY = "send an email message"
-
-
-class _Up(http.server.BaseHTTPRequestHandler):
-    def do_HEAD(self):  # noqa: N802 - http.server's naming
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def endpoint():
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Up)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/send"
-    httpd.shutdown()
-    httpd.server_close()
 
 
 def tools(endpoint: str) -> list[Tool]:
