@@ -118,13 +118,18 @@ def test_serve_listens_on_an_ipv6_host_as_uvicorn_does_and_names_it_in_brackets(
     assert f"[::1]:{port} is already in use" in capsys.readouterr().err
 
 
-def test_serve_passes_its_probe_options_to_the_app_and_refuses_a_bad_interval(monkeypatch, capsys):
+def one_tool_index(monkeypatch) -> None:
+    """``Retriever.open`` of any db gives a one-tool in-memory index: options are tested, not the store."""
     store = MemoryStore()
     Retriever.from_catalog(
         [Tool(id="a", name="a", description="x")], db=store, encoder=HashEncoder(32)
     ).close()
     real_open = Retriever.open
     monkeypatch.setattr(Retriever, "open", lambda db, **kw: real_open(store, encoder=HashEncoder(32), **kw))
+
+
+def test_serve_passes_its_probe_options_to_the_app_and_refuses_a_bad_interval(monkeypatch, capsys):
+    one_tool_index(monkeypatch)
     apps = []
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: apps.append(app))
     assert main(["serve", "--db", "m", "--probe-every", "15", "--probe-budget", "2"]) == 0
@@ -139,12 +144,7 @@ def test_mcp_takes_the_probe_options_too(monkeypatch, capsys):
     import rated.service.mcp_server as mcp_server
     import rated.service.mcp_stdio as mcp_stdio
 
-    store = MemoryStore()
-    Retriever.from_catalog(
-        [Tool(id="a", name="a", description="x")], db=store, encoder=HashEncoder(32)
-    ).close()
-    real_open = Retriever.open
-    monkeypatch.setattr(Retriever, "open", lambda db, **kw: real_open(store, encoder=HashEncoder(32), **kw))
+    one_tool_index(monkeypatch)
     given = []
     monkeypatch.setattr(mcp_server, "build_mcp_server", lambda r, settings: given.append(settings))
     monkeypatch.setattr(mcp_stdio, "run_stdio", lambda server: None)
