@@ -1,0 +1,230 @@
+"""A Python callable as a tool: its parameters' JSON schema (written by pydantic from the signature), its
+docstring's prose, and the parameter descriptions of the docstring's Args section.
+
+The schema is what a model sees, so it holds only what a call by name can pass: ``*args`` and
+positional-only parameters with a default are left out (a positional-only one without a default makes
+the function uncallable with named arguments, an error), ``**kwargs`` allows other names
+(``additionalProperties: true``), a parameter without annotation takes any value. Pydantic writes each
+annotation (``Optional``, ``list[int]``, ``Literal``, ``Annotated[..., Field(description=...)]``, models)
+as it would for a model field; field titles are left out (the property names say it). A parameter
+without a description gets its docstring's, from a Google (``Args:``), NumPy (``Parameters`` over
+dashes) or reST (``:param name:``) section.
+
+>>> def search(query: str, limit: int = 5) -> list[str]:
+...     '''Search the web.
+...
+...     Args:
+...         query: what to look for
+...     '''
+>>> signature_schema(search, param_docs(search.__doc__))["properties"]
+{'query': {'type': 'string', 'description': 'what to look for'}, 'limit': {'default': 5, 'type': 'integer'}}
+>>> docstring_prose(search.__doc__)
+'Search the web.'
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field, TypeAdapter, create_model
+from pydantic.errors import PydanticUserError
+from pydantic.json_schema import GenerateJsonSchema, PydanticJsonSchemaWarning
+
+from rated.catalog.collect.normalise import clean_docstring, clean_text
+
+__all__ = ["SignatureError", "docstring_prose", "model_schema", "param_docs", "signature_schema"]
+
+_P = inspect.Parameter
+# reST fields, which clean_docstring does not treat as a section: the prose ends where they begin
+_REST_FIELD = re.compile(r"^\s*:(param|parameter|arg|argument|key|keyword|type|returns?|rtype|raises?)\b")
+_REST_PARAM = re.compile(
+    r"^\s*:(?:param|parameter|arg|argument|key|keyword)\s+(?:[^:]*\s)?(\*{0,2}\w+)\s*:(.*)$"
+)
+_HEADER = re.compile(
+    r"^(\s*)(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Other Parameters)\s*(:?)\s*$",
+    re.I,
+)
+_DASHES = re.compile(r"^\s*-{3,}\s*$")
+_GOOGLE_ENTRY = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:(.*)$")
+_NUMPY_ENTRY = re.compile(r"^(\*{0,2}\w+)\s*(?::.*)?$")
+
+
+class SignatureError(ValueError):
+    """The callable cannot be described as a tool (the message says why; the caller adds where)."""
+
+
+class _NoTitles(GenerateJsonSchema):
+    """Pydantic's JSON schema without a title for each field: the property name says it."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+
+def signature_schema(fn: Callable[..., Any], descriptions: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The JSON schema of the named arguments ``fn`` takes (see the module doc); ``descriptions`` (by
+    parameter name) fill in where an annotation gives none. ``SignatureError`` when it cannot be written."""
+    try:
+        sig = inspect.signature(fn, eval_str=True)
+    except (NameError, SyntaxError) as exc:
+        raise SignatureError(f"an annotation cannot be resolved ({exc})") from None
+    except (TypeError, ValueError):
+        raise SignatureError("it has no signature Python can read") from None
+    fields: dict[str, Any] = {}
+    takes_more = False
+    for i, p in enumerate(sig.parameters.values()):
+        if p.kind is _P.VAR_KEYWORD:
+            takes_more = True
+        elif p.kind is _P.POSITIONAL_ONLY and p.default is _P.empty:
+            raise SignatureError(
+                f"parameter {p.name!r} is positional-only: a tool is called with named arguments"
+            )
+        elif p.kind in (_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY):
+            annotation = Any if p.annotation is _P.empty else p.annotation
+            default = ... if p.default is _P.empty else p.default
+            # aliased: a parameter may be called `json`, `copy` or `_x`, which a model's fields may not
+            fields[f"p{i}"] = (Annotated[annotation, Field(alias=p.name)], default)
+    config = ConfigDict(extra="allow" if takes_more else "ignore", arbitrary_types_allowed=True)
+    try:
+        model = create_model("arguments", __config__=config, **fields)
+        schema = _json_schema(model)
+    except PydanticUserError as exc:  # an annotation pydantic cannot write as JSON: name the parameter
+        raise SignatureError(_culprit(sig) or _first_line(exc)) from None
+    if not takes_more:
+        schema.pop("additionalProperties", None)  # as pydantic writes a model that ignores other keys
+    _describe(schema, descriptions or {})
+    return schema
+
+
+def model_schema(model: Any) -> dict[str, Any]:
+    """The JSON schema of a framework's argument model (a pydantic v2 model, a v1 one, or a schema dict),
+    without the root's title and description (the tool's own name and description carry those)."""
+    if isinstance(model, Mapping):
+        schema = dict(model)
+    elif callable(getattr(model, "model_json_schema", None)):
+        try:
+            schema = _json_schema(model)
+        except TypeError:  # a model_json_schema of its own, without pydantic's arguments
+            schema = dict(model.model_json_schema())
+    elif isinstance(model, type) and callable(getattr(model, "schema", None)):  # pydantic v1
+        schema = dict(model.schema())
+    else:
+        raise SignatureError(f"its argument schema is a {type(model).__name__}, not a model or a dict")
+    schema.pop("title", None)
+    schema.pop("description", None)
+    return schema
+
+
+def docstring_prose(doc: str | None) -> str:
+    """The docstring's text before its sections (Args, Returns, reST fields), on one line."""
+    if not doc:
+        return ""
+    lines = inspect.cleandoc(doc).splitlines()
+    cut = next((i for i, line in enumerate(lines) if _REST_FIELD.match(line)), len(lines))
+    return clean_docstring("\n".join(lines[:cut]))
+
+
+def param_docs(doc: str | None) -> dict[str, str]:
+    """Parameter name -> description from a Google, NumPy or reST docstring (the first one wins)."""
+    if not doc:
+        return {}
+    lines = inspect.cleandoc(doc).splitlines()
+    found: dict[str, list[str]] = {}
+    i = 0
+    while i < len(lines):
+        rest = _REST_PARAM.match(lines[i])
+        header = _HEADER.match(lines[i])
+        if rest:
+            i = _entry(lines, i, _indent(lines[i]), rest.group(1), rest.group(2), found)
+        elif header and i + 1 < len(lines) and _DASHES.match(lines[i + 1]):  # NumPy: entries at its indent
+            i = _section(lines, i + 2, _indent(lines[i]), _NUMPY_ENTRY, found, same_indent=True)
+        elif header and header.group(3):  # Google: "Args:", entries indented below it
+            i = _section(lines, i + 1, _indent(lines[i]), _GOOGLE_ENTRY, found, same_indent=False)
+        else:
+            i += 1
+    return {name.lstrip("*"): text for name, parts in found.items() if (text := clean_text(" ".join(parts)))}
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def _json_schema(model: Any) -> dict[str, Any]:
+    with warnings.catch_warnings():  # a default JSON cannot hold is left out of the schema: say nothing
+        warnings.simplefilter("ignore", PydanticJsonSchemaWarning)
+        schema = dict(model.model_json_schema(schema_generator=_NoTitles))
+    schema.pop("title", None)
+    return schema
+
+
+def _culprit(sig: inspect.Signature) -> str | None:
+    """Which parameter's annotation has no JSON schema."""
+    for p in sig.parameters.values():
+        if p.annotation is _P.empty or p.kind in (_P.VAR_KEYWORD, _P.VAR_POSITIONAL):
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PydanticJsonSchemaWarning)
+                TypeAdapter(p.annotation, config=ConfigDict(arbitrary_types_allowed=True)).json_schema()
+        except Exception as exc:
+            return f"parameter {p.name!r}: its type cannot be written as JSON schema ({_first_line(exc)})"
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
+def _describe(schema: dict[str, Any], descriptions: Mapping[str, str]) -> None:
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return
+    for name, text in descriptions.items():
+        prop = properties.get(name)
+        if isinstance(prop, dict) and "description" not in prop:
+            prop["description"] = text
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _section(
+    lines: list[str],
+    start: int,
+    header_indent: int,
+    entry: re.Pattern[str],
+    found: dict[str, list[str]],
+    *,
+    same_indent: bool,
+) -> int:
+    """Read the entries of a section starting at ``start``; returns the line after it."""
+    i, entry_indent = start, None
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        indent = _indent(line)
+        if indent < header_indent or (not same_indent and indent == header_indent):
+            return i  # the next section, or text after this one
+        if same_indent and indent == header_indent and i + 1 < len(lines) and _DASHES.match(lines[i + 1]):
+            return i  # the next NumPy section
+        entry_indent = indent if entry_indent is None else entry_indent
+        match = entry.match(line.strip()) if indent == entry_indent else None
+        if match is None:
+            return i
+        rest = match.group(2) if entry is _GOOGLE_ENTRY else ""
+        i = _entry(lines, i, entry_indent, match.group(1), rest, found)
+    return i
+
+
+def _entry(lines: list[str], i: int, indent: int, name: str, text: str, found: dict[str, list[str]]) -> int:
+    """One parameter's description: ``text`` and the lines indented deeper than ``indent`` below it."""
+    parts = [text.strip()] if text.strip() else []
+    i += 1
+    while i < len(lines) and lines[i].strip() and _indent(lines[i]) > indent:
+        parts.append(lines[i].strip())
+        i += 1
+    found.setdefault(name, parts)
+    return i
