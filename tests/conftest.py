@@ -82,6 +82,14 @@ def clock() -> _Clock:
 
 
 @pytest.fixture
+def fast_probes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Probe rounds as often as a test asks: ``rated.probing.MIN_EVERY`` (1 s) lowered to 1 ms, so that a
+    test waiting for a prober's rounds waits milliseconds (``Prober`` and ``Settings`` read it at each
+    check)."""
+    monkeypatch.setattr("rated.probing.MIN_EVERY", 0.001)
+
+
+@pytest.fixture
 def parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Ids whose stored tool record was parsed (``rated.stored_tool.parse_record``), in order."""
     from rated import stored_tool

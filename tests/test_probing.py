@@ -15,6 +15,8 @@ from rated.outcome import Outcome, OutcomeKind
 from rated.probing import Prober, aprobe, http_check, probe
 from rated.retriever import Retriever
 
+pytestmark = pytest.mark.usefixtures("fast_probes")  # rounds every few ms
+
 QUERY = "send an email message"
 
 

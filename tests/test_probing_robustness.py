@@ -19,6 +19,8 @@ from rated.outcome import OutcomeKind
 from rated.probing import Prober, aprobe, http_check, probe
 from rated.retriever import Retriever
 
+pytestmark = pytest.mark.usefixtures("fast_probes")  # rounds every few ms
+
 QUERY = "send an email message"
 IDS = ("mail.a", "mail.b", "weather")
 

@@ -3,10 +3,14 @@ the check in flight is not recorded (a service closes its store right after stop
 
 import threading
 
+import pytest
+
 from rated import Tool
 from rated.encode.testing import HashEncoder
 from rated.probing import Prober, probe
 from rated.retriever import Retriever
+
+pytestmark = pytest.mark.usefixtures("fast_probes")  # rounds every few ms
 
 IDS = ("t0", "t1", "t2")
 

@@ -12,17 +12,24 @@ is not written to the outcome log, whose counts are the agents' calls.
 A check takes the ``Tool`` and returns its outcome (``True``/``False``, an outcome name, an ``Outcome``),
 or ``None`` when it cannot check that tool (nothing is recorded); an exception it raises is classified
 like a tracked call's (``rated.classify``: a timeout is ``timeout``, a refused connection ``tool_error``).
-``http_check`` is one for tools with an HTTP ``endpoint``.
+``http_check`` is one for tools with an HTTP ``endpoint``, ``mcp_check`` one for tools collected from an
+MCP server reachable over HTTP (``rated catalog mcp``), ``default_check`` the two together.
 
-Several replicas probing one store each probe the same few tools per round: keep ``budget`` small, or
-run the prober in one of them.
+Replicas (``rated serve`` workers, hosts) sharing one store each run a prober. Each ``Prober`` draws its
+waits within ``jitter`` (20%) of ``every`` and picks its round's targets at random among the policy's top
+``SPREAD x budget``, weighted to the top, from its own random generator (fresh entropy at each start):
+replicas drift apart in time and mostly check different tools. A probe's answer goes to the store, so a
+tool one replica found up is no target for the others from their next round on (each round re-reads the
+store).
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import inspect
 import logging
+import random
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -37,7 +44,21 @@ from rated.shown import shown
 if TYPE_CHECKING:
     from rated.retriever import Retriever
 
-__all__ = ["AsyncCheck", "Check", "ProbeResult", "Prober", "aprobe", "http_check", "probe"]
+__all__ = [
+    "MAX_EVERY",
+    "MAX_TIMEOUT",
+    "MIN_EVERY",
+    "SPREAD",
+    "AsyncCheck",
+    "Check",
+    "ProbeResult",
+    "Prober",
+    "aprobe",
+    "default_check",
+    "http_check",
+    "mcp_check",
+    "probe",
+]
 
 log = logging.getLogger("rated.probing")
 Check = Callable[[Tool], Any]
@@ -47,6 +68,17 @@ AsyncCheck = Callable[[Tool], Awaitable[Any]]
 _UP_BELOW = 500
 _NOT_AWAITED = object()  # what a check aprobe calls returned when it is not awaitable
 _EXIT_WAIT = 10.0  # seconds leaving a ``with Prober(...)`` block waits for a check in flight
+#: the shortest probe interval (seconds). Each round re-reads the store under the retriever's lock (the
+#: lock agents' calls take too) before any check: below a second, probing becomes polling, and it buys
+#: nothing, since agents' own failures take seconds to demote a tool (Kubernetes probes also stop at 1 s)
+MIN_EVERY = 1.0
+MAX_EVERY = 86_400.0  #: the longest (a day): longer is off, and a wait past ``threading.TIMEOUT_MAX`` fails
+#: the longest a check may wait (seconds): a service's shutdown waits for the check in flight, and a tool
+#: that takes over a minute to answer a health check is down for any agent
+MAX_TIMEOUT = 60.0
+MAX_JITTER = 0.5  #: the widest jitter: a wait stays within half and one and a half intervals
+#: a prober picks its ``budget`` targets among the policy's top ``SPREAD x budget``
+SPREAD = 3
 
 
 @dataclass(frozen=True)
@@ -60,14 +92,22 @@ class ProbeResult:
 
 
 def probe(
-    retriever: Retriever, check: Check, budget: int = 3, *, stop: threading.Event | None = None
+    retriever: Retriever,
+    check: Check,
+    budget: int = 3,
+    *,
+    stop: threading.Event | None = None,
+    rng: random.Random | None = None,
 ) -> list[ProbeResult]:
     """One round: check up to ``budget`` suspected tools, one after another, and record each result.
 
-    Once ``stop`` is set no further check starts, and the answer of the check in flight is not recorded:
-    whoever stopped the round may close the store next (a service shutting down)."""
+    The targets are the policy's top ``budget``, or with ``rng`` (what a ``Prober`` passes) ``budget``
+    drawn from its top ``SPREAD x budget``, rank ``i`` (from 0) weighted ``1 / (i + 1)``: replicas sharing
+    a store then check different tools. Once ``stop`` is set no further check starts, and the answer of
+    the check in flight is not recorded: whoever stopped the round may close the store next (a service
+    shutting down)."""
     results = []
-    for tool_id, tool in _targets(retriever, budget):
+    for tool_id, tool in _targets(retriever, budget, rng):
         if stop is not None and stop.is_set():
             break
         try:
@@ -82,12 +122,14 @@ def probe(
     return results
 
 
-async def aprobe(retriever: Retriever, check: AsyncCheck, budget: int = 3) -> list[ProbeResult]:
+async def aprobe(
+    retriever: Retriever, check: AsyncCheck, budget: int = 3, *, rng: random.Random | None = None
+) -> list[ProbeResult]:
     """``probe`` with an async check, the checks run concurrently; recording runs in a worker thread.
 
     A check that returns nonsense (or is not async: its answer would be lost) is a ``ConfigError``, raised
     once the other checks' answers are recorded."""
-    targets = await asyncio.to_thread(_targets, retriever, budget)
+    targets = await asyncio.to_thread(_targets, retriever, budget, rng)
 
     async def one(tool: Tool) -> Outcome | None:
         try:
@@ -118,9 +160,14 @@ async def aprobe(retriever: Retriever, check: AsyncCheck, budget: int = 3) -> li
     return results
 
 
-def _targets(retriever: Retriever, budget: int) -> list[tuple[str, Tool]]:
+def _targets(retriever: Retriever, budget: int, rng: random.Random | None) -> list[tuple[str, Tool]]:
+    if rng is None:
+        chosen = retriever.probe_targets(budget)
+    else:
+        budget = _budget(budget)
+        chosen = _spread(retriever.probe_targets(SPREAD * budget), budget, rng)
     out = []
-    for tool_id in retriever.probe_targets(budget):
+    for tool_id in chosen:
         try:
             out.append((tool_id, retriever.tool(tool_id)))
         except UnknownToolError:  # removed since the policy named it
@@ -128,6 +175,41 @@ def _targets(retriever: Retriever, budget: int) -> list[tuple[str, Tool]]:
         except RatedError as exc:  # a damaged record: the other targets are still checked
             log.warning("probe of %s skipped: %s", shown(tool_id), exc)
     return out
+
+
+def _spread(ranked: list[str], budget: int, rng: random.Random) -> list[str]:
+    """``budget`` of ``ranked`` (most useful first), drawn without replacement with rank ``i`` weighted
+    ``1 / (i + 1)`` (Efraimidis-Spirakis keys ``u ** (i + 1)``), kept in rank order."""
+    if len(ranked) <= budget:
+        return list(ranked)
+    keys = [rng.random() ** (i + 1) for i in range(len(ranked))]
+    top = sorted(range(len(ranked)), key=keys.__getitem__, reverse=True)[:budget]
+    return [ranked[i] for i in sorted(top)]
+
+
+def _budget(budget: Any) -> int:
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+        raise ConfigError(f"the probe budget must be an integer >= 1, got {shown(budget)}")
+    return budget
+
+
+def _timeout(timeout: Any) -> float:
+    """``timeout`` as seconds a check may wait: a number above 0, at most ``MAX_TIMEOUT``."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
+        raise ConfigError(
+            f"the probe timeout must be > 0 and <= {MAX_TIMEOUT:g} seconds, got {shown(timeout)}"
+        )
+    return float(timeout)
+
+
+def _interval(every: Any) -> float:
+    """``every`` as seconds between rounds: ``MIN_EVERY`` to ``MAX_EVERY``."""
+    if isinstance(every, bool) or not isinstance(every, (int, float)) or not MIN_EVERY <= every <= MAX_EVERY:
+        raise ConfigError(
+            f"the probe interval must be {MIN_EVERY:g} to {MAX_EVERY:g} seconds, got {shown(every)}: each "
+            "round re-reads the store under the retriever's lock, so a shorter one polls it in a loop"
+        )
+    return float(every)
 
 
 def _outcome(value: Any) -> Outcome | None:
@@ -167,8 +249,7 @@ def http_check(
         import httpx
     except ImportError:  # pragma: no cover - httpx comes with the client, service and dev extras
         raise ConfigError("http_check needs httpx: pip install 'rated[client]'") from None
-    if not (timeout > 0):
-        raise ConfigError(f"timeout must be > 0 seconds, got {shown(timeout)}")
+    timeout = _timeout(timeout)
     where = url or (lambda tool: tool.endpoint)
     # no connection kept alive: a probe every few seconds at most gains nothing from one, and a pooled
     # socket would outlive the check (nothing closes a check)
@@ -202,13 +283,60 @@ def _http_url(value: object) -> str | None:
     return value if parsed.scheme in ("http", "https") and parsed.host else None
 
 
+def mcp_check(timeout: float = 5.0) -> Check:
+    """A check that pings the MCP server a tool was collected from, over HTTP: the tools ``rated catalog
+    mcp`` lists from a streamable-HTTP or SSE server have ``source`` ``mcp`` and the server's URL as
+    ``endpoint`` (SSE when its path ends in ``/sse``, the SDK's default). Each check connects, completes
+    the ``initialize`` handshake, sends ``ping`` and closes, within ``timeout`` seconds
+    (``rated.mcp_ping``): a ping answered is up; an HTTP 5xx or 429 on the way is that status's outcome;
+    another HTTP or JSON-RPC error is up (the server answers but refuses this client: the collector never
+    records headers, so a probe has no credentials); no answer in time is ``timeout``, a refused or
+    dropped connection ``tool_error``. The URL is used without user-info or query string (the collector
+    records it so), so no token in it reaches a request log.
+
+    Other tools are not checked (``None``), among them the tools of stdio servers: checking one would
+    spawn the server's command for each probe (seconds of start-up, an ``npx`` download, side effects of
+    its own), with an environment the collector never records (their secrets). Needs the mcp SDK (the
+    ``service`` extra), imported at the first check."""
+    if importlib.util.find_spec("mcp") is None:
+        raise ConfigError("mcp_check needs the mcp SDK: pip install 'rated[service]'")
+    timeout = _timeout(timeout)
+
+    def check(tool: Tool) -> Outcome | None:
+        from rated.mcp_ping import mcp_url, ping
+
+        target = mcp_url(tool.endpoint) if tool.source == "mcp" else None
+        return None if target is None else ping(target, timeout)
+
+    return check
+
+
+def default_check(timeout: float = 5.0) -> Check:
+    """``mcp_check`` for tools collected from an MCP server over HTTP (``source`` ``mcp``), ``http_check``
+    for the others with an http(s) ``endpoint``; tools of stdio MCP servers and tools without an http(s)
+    endpoint are not checked. Without the mcp SDK, MCP servers' URLs get the HTTP check too. What ``rated
+    serve`` and ``rated mcp`` probe with."""
+    http = http_check(timeout)
+    try:
+        mcp = mcp_check(timeout)
+    except ConfigError:  # no mcp SDK (the client extra): an HTTP answer is still a sign of life
+        mcp = None
+
+    def check(tool: Tool) -> Outcome | None:
+        if mcp is not None and tool.source == "mcp":
+            return mcp(tool)
+        return http(tool)
+
+    return check
+
+
 class Prober:
     """Runs ``probe`` every ``every`` seconds in a daemon thread until ``stop`` (or the ``with`` block
     ends). A failing round is logged and the next one runs on time: probing never takes a service down.
     A rated error (the store closed or busy) is logged as one line, once until a round succeeds; anything
     else (a bug) with its traceback.
 
-    >>> # with Prober(retriever, http_check(), every=30): serve agents ...
+    >>> # with Prober(retriever, default_check(), every=30): serve agents ...
     """
 
     def __init__(
@@ -219,17 +347,23 @@ class Prober:
         every: float = 30.0,
         budget: int = 3,
         on_round: Callable[[list[ProbeResult]], None] | None = None,
+        jitter: float = 0.2,
+        seed: int | None = None,
     ):
         """``retriever``: the one to probe, or a function giving it at each round (a service's current
-        retriever, reopened after a rebuild); ``on_round`` sees each round's results (metrics)."""
-        if not (every > 0):
-            raise ConfigError(f"the probe interval must be > 0 seconds, got {shown(every)}")
-        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-            raise ConfigError(f"the probe budget must be an integer >= 1, got {shown(budget)}")
-        self.retriever, self.check, self.every, self.budget = retriever, check, float(every), budget
+        retriever, reopened after a rebuild); ``every``: ``MIN_EVERY`` to ``MAX_EVERY`` seconds, each
+        wait drawn uniformly within ``jitter`` of it (0 to ``MAX_JITTER``: 0.2 is 80% to 120%);
+        ``on_round`` sees each round's results (metrics). ``seed`` fixes the waits and the choice of
+        targets (``probe`` with ``rng``); None draws fresh entropy at each ``start``, so that replicas,
+        even processes forked from one parent, differ."""
+        self.every, self.budget = _interval(every), _budget(budget)
+        if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not 0 <= jitter <= MAX_JITTER:
+            raise ConfigError(f"the probe jitter must be 0 to {MAX_JITTER:g}, got {shown(jitter)}")
+        self.retriever, self.check, self.jitter, self.seed = retriever, check, float(jitter), seed
         self.on_round = on_round
         self.rounds = 0
         self.last: list[ProbeResult] = []
+        self._rng = random.Random(seed)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failing: str | None = None  # the last round's error, logged once
@@ -238,6 +372,8 @@ class Prober:
         """Start probing (again, after ``stop``); ``ConfigError`` while the thread still runs."""
         if self._thread is not None and self._thread.is_alive():
             raise ConfigError("this prober is running already (or still finishing a check after stop)")
+        if self.seed is None:  # a generator copied into a forked worker would repeat its parent's draws
+            self._rng = random.Random()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="rated-prober", daemon=True)
         self._thread.start()
@@ -254,12 +390,16 @@ class Prober:
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
+    def _wait(self) -> float:
+        """Seconds to the next round: ``every`` within ``jitter``."""
+        return self.every * (1.0 + self.jitter * self._rng.uniform(-1.0, 1.0))
+
     def _run(self) -> None:
-        while not self._stop.wait(self.every):
+        while not self._stop.wait(self._wait()):
             try:
                 # a function giving the retriever (a service's current one) is asked each round
                 target = self.retriever() if callable(self.retriever) else self.retriever
-                self.last = probe(target, self.check, self.budget, stop=self._stop)
+                self.last = probe(target, self.check, self.budget, stop=self._stop, rng=self._rng)
                 if self.on_round is not None:
                     self.on_round(self.last)
             except RatedError as exc:

@@ -19,6 +19,8 @@ from rated.retriever import Retriever  # noqa: E402
 from rated.service import Settings  # noqa: E402
 from rated.service.mcp_server import build_mcp_server  # noqa: E402
 
+pytestmark = pytest.mark.usefixtures("fast_probes")  # rounds every few ms
+
 
 def probers() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "rated-prober" and t.is_alive()]

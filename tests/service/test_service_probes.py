@@ -17,6 +17,8 @@ from rated.errors import ConfigError
 from rated.retriever import Retriever
 from rated.service import Settings, create_app
 
+pytestmark = pytest.mark.usefixtures("fast_probes")  # rounds every few ms
+
 QUERY = "send an email message"
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from rated.probing import Prober, ProbeResult, http_check
+from rated.probing import Prober, ProbeResult, default_check
 from rated.retriever import Retriever
 from rated.service.settings import Settings
 
@@ -22,11 +22,13 @@ def start_prober(
     current: Callable[[], Retriever],
     on_round: Callable[[list[ProbeResult]], None] | None = None,
 ) -> Prober | None:
-    """Probe the suspected tools' http(s) endpoints every ``probe_every`` seconds (None: off), each check
-    waiting ``probe_timeout`` seconds; ``current`` gives the retriever at each round."""
+    """Probe the suspected tools every ``probe_every`` seconds (None: off), each wait within 20% of it so
+    that replicas drift apart: ``default_check`` (an MCP ping for tools of MCP servers over HTTP, a
+    request to other http(s) endpoints), each check waiting ``probe_timeout`` seconds; ``current`` gives
+    the retriever at each round."""
     if settings.probe_every is None:
         return None
-    check = http_check(timeout=settings.probe_timeout)
+    check = default_check(timeout=settings.probe_timeout)
     return Prober(
         current, check, every=settings.probe_every, budget=settings.probe_budget, on_round=on_round
     ).start()

@@ -42,10 +42,10 @@ class Settings(BaseModel):
     max_body_bytes: int = Field(1 << 20, ge=1)  # 1 MiB: a full batch (64 x 10,000 ASCII chars) fits
     api_key: SecretStr | None = None  # set: every route but /health and the docs needs it (service.auth)
     workers: int = Field(1, ge=1)  # HTTP worker processes (rated serve); each opens the store itself
-    # health probes of suspected tools' http(s) endpoints (rated.probing): seconds between rounds, or off
-    probe_every: float | None = Field(None, gt=0)
+    # health probes of suspected tools (rated.probing): seconds between rounds (MIN_EVERY..MAX_EVERY), or off
+    probe_every: float | None = None
     probe_budget: int = Field(3, ge=1)  # tools checked per round (per worker process)
-    probe_timeout: float = Field(5.0, gt=0)  # seconds a probe may wait for an answer
+    probe_timeout: float = 5.0  # seconds a probe may wait for an answer (above 0, at most MAX_TIMEOUT)
 
     @field_validator("api_key")
     @classmethod
@@ -57,6 +57,29 @@ class Settings(BaseModel):
             # headers reach the app as Latin-1 and Basic passwords as ASCII: such a key would never match
             raise ValueError("must be printable ASCII without leading or trailing spaces")
         return key
+
+    @field_validator("probe_every")
+    @classmethod
+    def _probe_interval(cls, every: float | None) -> float | None:
+        from rated import probing  # read at each check: tests lower the floor to run rounds fast
+
+        if every is not None and not probing.MIN_EVERY <= every <= probing.MAX_EVERY:
+            raise ValueError(
+                f"must be {probing.MIN_EVERY:g} to {probing.MAX_EVERY:g} seconds: each probe round re-reads "
+                "the store under the retriever's lock, so a shorter interval polls it in a loop"
+            )
+        return every
+
+    @field_validator("probe_timeout")
+    @classmethod
+    def _probe_timeout(cls, timeout: float) -> float:
+        from rated.probing import MAX_TIMEOUT
+
+        if not 0 < timeout <= MAX_TIMEOUT:  # also refuses nan and inf
+            raise ValueError(
+                f"must be above 0 and at most {MAX_TIMEOUT:g} seconds (shutdown waits for a probe)"
+            )
+        return timeout
 
     @model_validator(mode="after")
     def _k_within_limit(self) -> Settings:
