@@ -70,7 +70,7 @@ def signature_schema(fn: Callable[..., Any], descriptions: Mapping[str, str] | N
     try:
         sig = inspect.signature(fn, eval_str=True)
     except (NameError, SyntaxError) as exc:
-        raise SignatureError(f"an annotation cannot be resolved ({exc})") from None
+        raise SignatureError(_unresolved(fn, exc)) from None
     except (TypeError, ValueError):
         raise SignatureError("it has no signature Python can read") from None
     fields: dict[str, Any] = {}
@@ -169,6 +169,24 @@ def _culprit(sig: inspect.Signature) -> str | None:
         except Exception as exc:
             return f"parameter {p.name!r}: its type cannot be written as JSON schema ({_first_line(exc)})"
     return None
+
+
+def _unresolved(fn: Callable[..., Any], exc: Exception) -> str:
+    """Which parameter's annotation (a string: ``from __future__ import annotations``) names what the
+    function's module does not define (a class local to a function, an import under TYPE_CHECKING)."""
+    missing = getattr(exc, "name", None)
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        params = []  # type: ignore[assignment]
+    for p in params:
+        if (
+            isinstance(p.annotation, str)
+            and missing
+            and re.search(rf"\b{re.escape(missing)}\b", p.annotation)
+        ):
+            return f"parameter {p.name!r}: its annotation {p.annotation!r} cannot be resolved ({exc})"
+    return f"an annotation cannot be resolved ({exc})"
 
 
 def _first_line(exc: BaseException) -> str:

@@ -1,0 +1,210 @@
+"""Small stand-ins for LlamaIndex and CrewAI tools, too heavy to install for the tests (llama-index-core
+pulls nltk, sqlalchemy, tiktoken, aiohttp ...; crewai chromadb, lancedb, openai and pins pydantic<2.13).
+
+Each copies the attribute names, call signatures and behaviour rated relies on from the real source, read
+from the wheels (``pip download --no-deps llama-index-core crewai``):
+
+- llama-index-core 0.14.25, ``llama_index/core/tools/types.py``: ``ToolMetadata`` (a dataclass:
+  ``description``, ``name``, ``fn_schema`` defaulting to ``DefaultToolFnSchema``, ``get_parameters_dict``
+  keeping only type/properties/required/definitions/$defs, the ``input`` schema when ``fn_schema`` is None),
+  ``ToolOutput`` (``is_error``, ``exception``); ``function_tool.py``: ``FunctionTool`` (``metadata``
+  property, ``call(*args, **kwargs)`` calling the function unchecked, ``acall``).
+- crewai 1.15.30, ``crewai/tools/base_tool.py``: ``BaseTool`` (a pydantic model: ``name``,
+  ``description``, ``args_schema``; ``run(*args, **kwargs)`` validates keyword arguments with
+  ``args_schema`` and raises ``ValueError(...) from`` the ``ValidationError``, then calls ``_run``;
+  ``arun`` likewise with ``_arun``); ``tool_failure.py``: ``ToolFailure`` (``message``, ``reason``, a
+  ``ToolFailureReason`` str enum).
+
+Imported by the toolbox and catalog-object tests by this unique module name (``tests/`` is on the path:
+its conftest lives there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+# ---------------------------------------------------------------------------------------- LlamaIndex
+
+
+class DefaultToolFnSchema(BaseModel):
+    """Default tool function Schema."""
+
+    input: str
+
+
+@dataclass
+class ToolMetadata:
+    description: str
+    name: str | None = None
+    fn_schema: type[BaseModel] | None = DefaultToolFnSchema
+    return_direct: bool = False
+
+    def get_parameters_dict(self) -> dict:
+        if self.fn_schema is None:
+            return {
+                "type": "object",
+                "properties": {"input": {"title": "input query string", "type": "string"}},
+                "required": ["input"],
+            }
+        parameters = self.fn_schema.model_json_schema()
+        return {
+            k: v
+            for k, v in parameters.items()
+            if k in ["type", "properties", "required", "definitions", "$defs"]
+        }
+
+
+class ToolOutput(BaseModel):
+    content: str
+    tool_name: str
+    raw_input: dict[str, Any]
+    raw_output: Any
+    is_error: bool = False
+    _exception: Exception | None = None
+
+    def __init__(self, exception: Exception | None = None, **data: Any) -> None:
+        super().__init__(**data)
+        self._exception = exception
+
+    @property
+    def exception(self) -> Exception | None:
+        return self._exception
+
+
+class FunctionTool:
+    """``FunctionTool(fn, metadata)``; ``call`` passes the arguments to ``fn`` unchecked, as the real one."""
+
+    def __init__(self, fn: Any, metadata: ToolMetadata, async_fn: Any = None) -> None:
+        self._fn = fn
+        self._async_fn = async_fn
+        self._metadata = metadata
+
+    @classmethod
+    def from_defaults(cls, fn: Any, name: str | None = None, description: str | None = None) -> FunctionTool:
+        import inspect
+
+        name = name or fn.__name__
+        sig = inspect.signature(fn)
+        fields = {
+            p.name: (p.annotation, ... if p.default is p.empty else p.default)
+            for p in sig.parameters.values()
+        }
+        if description is None:  # as the real from_defaults writes it
+            description = f"{name}{sig}\n{fn.__doc__ or ''}".strip()
+        return cls(
+            fn, ToolMetadata(description=description, name=name, fn_schema=create_model(name, **fields))
+        )
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        return self._metadata
+
+    def __call__(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        return self.call(*args, **kwargs)
+
+    def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        raw_output = self._fn(*args, **kwargs)
+        if isinstance(raw_output, ToolOutput):
+            return raw_output
+        return ToolOutput(
+            content=str(raw_output),
+            tool_name=self.metadata.name or "",
+            raw_input={"args": args, "kwargs": kwargs},
+            raw_output=raw_output,
+        )
+
+    async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        if self._async_fn is not None:
+            raw_output = await self._async_fn(*args, **kwargs)
+        else:  # sync_to_async: the real one runs fn in an executor
+            raw_output = await asyncio.get_running_loop().run_in_executor(
+                None, lambda: self._fn(*args, **kwargs)
+            )
+        return ToolOutput(
+            content=str(raw_output),
+            tool_name=self.metadata.name or "",
+            raw_input={"args": args, "kwargs": kwargs},
+            raw_output=raw_output,
+        )
+
+
+def error_output(name: str, exc: Exception) -> ToolOutput:
+    """What LlamaIndex's ``call_tool`` returns for a tool that raised (``llama_index/core/tools/calling.py``):
+    the error as an output, ``is_error`` set."""
+    return ToolOutput(
+        content="Encountered error: " + str(exc),
+        tool_name=name,
+        raw_input={},
+        raw_output=str(exc),
+        is_error=True,
+        exception=exc,
+    )
+
+
+# -------------------------------------------------------------------------------------------- CrewAI
+
+
+class ToolFailureReason(str, Enum):  # noqa: UP042 - as crewai declares it
+    TOOL_REPORTED = "tool_reported"
+    EXCEPTION = "exception"
+    MCP_ERROR = "mcp_error"
+    USAGE_LIMIT = "usage_limit"
+    UNKNOWN_TOOL = "unknown_tool"
+    INVALID_INPUT = "invalid_input"
+    REPEATED_CALL = "repeated_call"
+
+
+class ToolFailure(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    message: str
+    reason: ToolFailureReason = ToolFailureReason.TOOL_REPORTED
+    code: str | None = None
+    retryable: bool = False
+
+
+class _ArgsSchemaPlaceholder(BaseModel):
+    pass
+
+
+class CrewBaseTool(BaseModel):
+    """crewai.tools.BaseTool: subclasses set ``name``, ``description``, ``args_schema`` and ``_run``."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    name: str = Field(description="The unique name of the tool that clearly communicates its purpose.")
+    description: str = Field(description="Used to tell the model how/when/why to use the tool.")
+    args_schema: type[BaseModel] = Field(default=_ArgsSchemaPlaceholder, validate_default=True)
+
+    def _validate_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self.args_schema is not None and self.args_schema.model_fields:
+            try:
+                validated = self.args_schema.model_validate(kwargs)
+                return validated.model_dump()
+            except Exception as e:
+                raise ValueError(f"Tool '{self.name}' arguments validation failed: {e}") from e
+        return kwargs
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        if not args:
+            kwargs = self._validate_kwargs(kwargs)
+        result = self._run(*args, **kwargs)
+        if asyncio.iscoroutine(result):
+            result = asyncio.run(result)
+        return result
+
+    async def arun(self, *args: Any, **kwargs: Any) -> Any:
+        if not args:
+            kwargs = self._validate_kwargs(kwargs)
+        return await self._arun(*args, **kwargs)
+
+    async def _arun(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{self.__class__.__name__} does not implement _arun.")
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
