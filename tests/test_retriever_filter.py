@@ -2,10 +2,11 @@
 
 import asyncio
 import sqlite3
+import threading
 
 import pytest
 
-from rated import Tool
+from rated import Tool, stored_tool
 from rated.encode.testing import HashEncoder
 from rated.errors import QueryError, UnknownToolError
 from rated.retriever import Retriever
@@ -177,3 +178,67 @@ def test_a_damaged_stored_record_does_not_fail_every_query_filtered_by_platform(
         ):
             hits = r.retrieve("weather in Oslo", k=3, where=where)
             assert len(hits) == 3 and all(h.tool.source == keep and h.id != "t7" for h in hits)
+
+
+@pytest.fixture
+def opened(tmp_path):
+    """A retriever just opened from SQLite (no record parsed yet), its index built."""
+    db = tmp_path / "opened.db"
+    Retriever.from_catalog(tools(), db=db, encoder=HashEncoder(64)).close()
+    with Retriever.open(db, encoder=HashEncoder(64)) as r:
+        r.retrieve(QUERY, k=2)
+        yield r
+
+
+@pytest.fixture
+def held_parse(monkeypatch):
+    """Holds the first stored record parsed after it is set up until ``release`` is set; ``parsing`` is set
+    once that parse has begun (later parses, in any thread, go through)."""
+    parsing, release = threading.Event(), threading.Event()
+    real = stored_tool.parse_record
+
+    def parse(record, tool_id, where):
+        if not parsing.is_set():
+            parsing.set()
+            release.wait(10)
+        return real(record, tool_id, where)
+
+    monkeypatch.setattr(stored_tool, "parse_record", parse)
+    yield parsing, release
+    release.set()
+
+
+def in_thread(fn) -> tuple[threading.Thread, list]:
+    out: list = []
+    thread = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    thread.start()
+    return thread, out
+
+
+def test_the_first_filter_by_platform_parses_the_records_without_holding_the_retriever(opened, held_parse):
+    """The first filter by a platform, tag, provider or auth kind reads every tool's record (0.5 s at
+    20,000 tools just opened): other threads' queries and feedback must not wait for that."""
+    parsing, release = held_parse
+    filtering, filtered = in_thread(lambda: opened.retrieve(QUERY, k=3, where={"source": "n8n"}))
+    assert parsing.wait(10)  # the filtered query is reading the records
+    other, answered = in_thread(lambda: (opened.retrieve(QUERY, k=2), opened.feedback("t0", "success")))
+    other.join(10)
+    done_meanwhile = not other.is_alive()
+    release.set()
+    filtering.join(10)
+    assert done_meanwhile and len(answered[0][0]) == 2
+    assert len(filtered[0]) == 3 and all(h.tool.source == "n8n" for h in filtered[0])
+
+
+def test_a_filter_indexed_while_tools_are_added_and_removed_answers_for_the_pool_it_runs_on(
+    opened, held_parse
+):
+    parsing, release = held_parse
+    filtering, filtered = in_thread(lambda: opened.retrieve(QUERY, k=50, where={"source": "n8n"}))
+    assert parsing.wait(10)  # indexing the platforms of the pool as it was
+    opened.add_tools([Tool(id="new", name="mailer", description="send email message", source="n8n")])
+    opened.remove_tools(["t1"])  # an n8n tool
+    release.set()
+    filtering.join(10)
+    expected = {t.id for t in tools() if t.source == "n8n"} - {"t1"} | {"new"}
+    assert set(ids(filtered[0])) == expected

@@ -137,3 +137,17 @@ def test_a_tool_whose_stored_record_is_damaged_matches_no_platform_tag_provider_
         assert [entries[p].id for p in pf.positions(ToolFilter(provider={"acme"}))] == ["a"]
         assert pf.positions(ToolFilter(exclude={"a"})).tolist() == [1, 2, 3]  # ids need no record
     assert "'b'" in caplog.text and "damaged" in caplog.text
+
+
+def test_one_pass_indexes_every_platform_tag_provider_and_auth_kind(parses):
+    """The retriever runs the pass before taking its lock (``build_facets``), then answers from it."""
+    entries = [StoredTool(t.id, t.model_dump_json(), "demo.db") for t in POOL]
+    pf = PoolFilter(entries, {t.id: p for p, t in enumerate(entries)})
+    assert pf.needs_facets(ToolFilter(tags={"web"})) and not pf.needs_facets(ToolFilter(exclude={"a"}))
+    pf.build_facets()
+    assert parses == ["a", "b", "c", "d"]  # each record once, for all four keys
+    assert not pf.needs_facets(ToolFilter(tags={"web"}, auth={"none"}))
+    where = ToolFilter(source={"langchain"}, tags={"web"}, provider={"acme", "c"}, auth={"api_key", "oauth2"})
+    assert [entries[p].id for p in pf.positions(where)] == ["a", "c"]
+    pf.build_facets()  # done already: nothing read again
+    assert parses == ["a", "b", "c", "d"]

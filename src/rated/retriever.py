@@ -265,6 +265,7 @@ class Retriever:
         k = _check_k(k)
         where = ToolFilter.parse(where)
         vec = self._encode_queries([query])[0]
+        self._prepare_filter(where)
         with self._lock:
             self._refresh()
             allowed = self._allowed(where)
@@ -291,19 +292,42 @@ class Retriever:
         if not queries:
             return []
         vecs = self._encode_queries(queries)
+        self._prepare_filter(where)
         with self._lock:
             self._refresh()
             allowed = self._allowed(where)
             pos, sem = self._search_index().search_many(queries, vecs, max(self._meta.candidates, k), allowed)
             return [self._rank(pos[i], sem[i], vecs[i], k) for i in range(len(queries))]
 
+    def _prepare_filter(self, where: ToolFilter | None) -> None:
+        """Index the current pool's platforms, tags, providers and auth kinds for ``where`` before the
+        query takes the lock: the first such filter parses every record not parsed yet (0.5 s at 20,000
+        tools just opened from a store), and other calls (unfiltered queries, feedback) go on meanwhile.
+        The index belongs to its pool (``PoolFilter``): should tools be added or removed before the query
+        runs, the query indexes the new pool under the lock (its records mostly parsed by then)."""
+        if where is None:
+            return
+        pool_filter = self._pool_filter  # read without the lock: a hint, checked again below
+        if pool_filter is not None and not pool_filter.needs_facets(where):
+            return
+        with self._lock:
+            self._refresh()
+            pool_filter = self._current_pool_filter()
+            if not pool_filter.needs_facets(where):
+                return
+        pool_filter.build_facets()
+
+    def _current_pool_filter(self) -> PoolFilter:
+        """The current pool's ``PoolFilter``, made on first use (call with the lock held)."""
+        if self._pool_filter is None:
+            self._pool_filter = PoolFilter(self._tools, self._position)
+        return self._pool_filter
+
     def _allowed(self, where: ToolFilter | None) -> np.ndarray | None:
         """The sorted positions ``where`` allows in the current pool (call with the lock held)."""
         if where is None:
             return None
-        if self._pool_filter is None:
-            self._pool_filter = PoolFilter(self._tools, self._position)
-        return self._pool_filter.positions(where)
+        return self._current_pool_filter().positions(where)
 
     def _rank(self, pos: np.ndarray, sem: np.ndarray, vec: np.ndarray, k: int) -> list[Hit]:
         if len(pos) == 0:

@@ -29,6 +29,8 @@ True
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
@@ -45,8 +47,13 @@ __all__ = ["FILTER_KEYS", "PoolFilter", "ToolFilter"]
 
 FILTER_KEYS = ("tools", "exclude", "source", "tags", "provider", "auth")
 _FOLDED = ("source", "tags", "auth")  # compared case-insensitively
+_FACETS = ("source", "tags", "provider", "auth")  # read from each tool's record
 _AUTH_KINDS = frozenset(a.value for a in AuthType)
 _RECENT = 16  # filters whose positions a pool keeps
+# tools a facet pass reads between two offers of the GIL (about 1 ms of record parsing): a thread whose
+# store read or numpy call released the GIL waits this long for it again, instead of the interpreter's
+# 5 ms switch interval, so queries of other threads go on at near their usual speed meanwhile
+_YIELD_EVERY = 64
 log = logging.getLogger("rated.tool_filter")
 
 
@@ -133,16 +140,32 @@ class PoolFilter:
     """A pool's tools by id, platform, tag, provider and auth kind, to turn a ``ToolFilter`` into positions.
 
     Built for one pool (the retriever drops it when the pool changes). Ids are read from the stored
-    entries; platforms, tags, providers and auth kinds need each tool's record parsed, so each is indexed
-    the first time a filter asks for it. Not thread-safe: the retriever calls it under its lock.
+    entries; platforms, tags, providers and auth kinds (the facets) need each tool's record parsed
+    (0.5 s at 20,000 tools opened from a store), so all four are indexed in one pass the first time a
+    filter asks for one. ``build_facets`` does that pass and may run in any thread, outside the
+    retriever's lock (``Retriever`` calls it before taking the lock, so that other queries go on
+    meanwhile); ``positions`` is not thread-safe: the retriever calls it under its lock (it builds the
+    facets itself there if they are still missing).
     """
 
     def __init__(self, tools: Sequence[Any], position: Mapping[str, int]):
         self._tools = tools
         self._position = position
         self._spellings = IdSpellings(position)  # any Unicode spelling of an id, as feedback finds it
-        self._facets: dict[str, dict[str, np.ndarray]] = {}
+        self._facets: dict[str, dict[str, np.ndarray]] | None = None  # key -> value -> positions
+        self._building = threading.Lock()  # one pass at a time: a second caller waits for the first's
         self._recent: OrderedDict[ToolFilter, np.ndarray] = OrderedDict()
+
+    def needs_facets(self, where: ToolFilter) -> bool:
+        """Whether ``where`` filters by a platform, tag, provider or auth kind that is not indexed yet."""
+        return self._facets is None and any(getattr(where, key) is not None for key in _FACETS)
+
+    def build_facets(self) -> None:
+        """Index every tool's platform, tags, provider and auth kind, parsing the records not parsed yet
+        (kept: a hit or ``tools()`` later costs nothing more). Thread-safe; does nothing once done."""
+        with self._building:
+            if self._facets is None:
+                self._facets = _facets(self._tools)
 
     def positions(self, where: ToolFilter) -> np.ndarray:
         """Sorted positions of the tools ``where`` allows (int64, read-only; may be empty).
@@ -201,34 +224,39 @@ class PoolFilter:
         return None if held is None else self._position[held]
 
     def _facet(self, key: str) -> dict[str, np.ndarray]:
-        facet = self._facets.get(key)
-        if facet is None:
-            groups: dict[str, list[int]] = {}
-            damaged = []
-            for p, tool in enumerate(self._tools):
-                try:
-                    values = _values(tool, key)
-                except IndexFormatError:  # its record cannot say: it matches no value (nor is returned)
-                    damaged.append(tool.id)
-                    continue
-                for value in values:
-                    groups.setdefault(value, []).append(p)
-            if damaged:
-                log.warning(
-                    "filter %r: %d tool(s) whose stored record is damaged match no value: %s",
-                    key,
-                    len(damaged),
-                    ", ".join(shown(i, 80) for i in damaged[:5]) + (" ..." if len(damaged) > 5 else ""),
-                )
-            facet = self._facets[key] = {v: np.array(ps, dtype=np.int64) for v, ps in groups.items()}
-        return facet
+        if self._facets is None:
+            self.build_facets()
+        assert self._facets is not None
+        return self._facets[key]
 
 
-def _values(tool: Any, key: str) -> Iterable[str]:
-    if key == "provider":
-        return (tool.provider_key,)
-    if key == "source":
-        return (tool.source.casefold(),)
-    if key == "auth":
-        return (tool.auth.type.value,)
-    return {t.casefold() for t in tool.tags}
+def _facets(tools: Sequence[Any]) -> dict[str, dict[str, np.ndarray]]:
+    """For each facet key, each value (folded) -> the positions of the tools that have it, in one pass; a
+    tool whose stored record is damaged has no value (its record cannot say; nor can it be returned)."""
+    groups: dict[str, dict[str, list[int]]] = {key: {} for key in _FACETS}
+    sources, tags, providers, auths = (groups[key] for key in _FACETS)
+    damaged = []
+    for p, tool in enumerate(tools):
+        if p % _YIELD_EVERY == 0:
+            time.sleep(0)  # let other threads run: see _YIELD_EVERY
+        try:
+            source, tool_tags = tool.source.casefold(), {t.casefold() for t in tool.tags}
+            provider, auth = tool.provider_key, tool.auth.type.value
+        except IndexFormatError:
+            damaged.append(tool.id)
+            continue
+        sources.setdefault(source, []).append(p)
+        providers.setdefault(provider, []).append(p)
+        auths.setdefault(auth, []).append(p)
+        for tag in tool_tags:
+            tags.setdefault(tag, []).append(p)
+    if damaged:
+        log.warning(
+            "filter: %d tool(s) whose stored record is damaged match no platform, tag, provider or auth "
+            "kind: %s",
+            len(damaged),
+            ", ".join(shown(i, 80) for i in damaged[:5]) + (" ..." if len(damaged) > 5 else ""),
+        )
+    return {
+        key: {v: np.array(ps, dtype=np.int64) for v, ps in values.items()} for key, values in groups.items()
+    }
