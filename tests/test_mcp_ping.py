@@ -1,6 +1,6 @@
-"""rated.probing.mcp_check (rated.mcp_ping) against real MCP servers: the SDK's MCPServer served by uvicorn in a
-thread on a free port, over streamable HTTP and SSE, plus small ASGI apps that answer what a broken server
-does (a 5xx, a JSON-RPC error, an HTTP answer with nothing behind it)."""
+"""rated.probing.mcp_check (rated.mcp_ping) against real MCP servers: the SDK's MCPServer served by uvicorn in
+a thread on a free port, over streamable HTTP and SSE, plus small ASGI apps that answer what a broken
+server does (a 5xx, a JSON-RPC error, an HTTP answer with nothing behind it)."""
 
 from __future__ import annotations
 

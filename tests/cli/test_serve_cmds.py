@@ -153,3 +153,19 @@ def test_mcp_takes_the_probe_options_too(monkeypatch, capsys):
     code = main(["mcp", "--db", "m", "--probe-budget", "0"])
     err = capsys.readouterr().err
     assert code != 0 and "probe_budget" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["serve", "mcp"])
+@pytest.mark.parametrize("every", ["0.5", "inf", "nan"])
+def test_serve_and_mcp_refuse_a_probe_interval_below_a_second_in_one_line(
+    monkeypatch, capsys, command, every
+):
+    import rated.service.mcp_stdio as mcp_stdio
+
+    one_tool_index(monkeypatch)
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: pytest.fail("uvicorn started"))
+    monkeypatch.setattr(mcp_stdio, "run_stdio", lambda server: pytest.fail("the MCP server started"))
+    code = main([command, "--db", "m", "--probe-every", every])
+    err = capsys.readouterr().err.strip()
+    assert code != 0 and "\n" not in err and "Traceback" not in err
+    assert "probe_every" in err and "must be 1 to 86400 seconds" in err

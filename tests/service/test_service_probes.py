@@ -3,6 +3,7 @@ so a recovered tool is back without an agent paying a failed call; rounds counte
 
 from __future__ import annotations
 
+import http.server
 import re
 import socket
 import threading
@@ -109,3 +110,45 @@ def test_shutdown_stops_a_round_of_hanging_probes_after_the_check_in_flight(tmp_
         prober = c.app.state.prober
     assert not prober._thread.is_alive()
     assert len(accepted) == 1  # the round's other four were not checked
+
+
+class _HttpUpMcpHung(http.server.BaseHTTPRequestHandler):
+    """An MCP server whose HTTP side answers (HEAD: 200) and whose MCP side hangs (POST: no answer)."""
+
+    release = threading.Event()
+
+    def do_HEAD(self):  # noqa: N802 - http.server's naming
+        self.send_response(200)
+        self.end_headers()
+
+    def do_POST(self):  # noqa: N802
+        type(self).release.wait(10)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_service_pings_tools_of_mcp_servers_rather_than_asking_http_only(tmp_path):
+    """A HEAD request would find this server up and bring its tool back; the MCP ping times out."""
+    pytest.importorskip("mcp")
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _HttpUpMcpHung)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/mcp"
+    db = str(tmp_path / "mcp.db")
+    tool = Tool(
+        id="weather.forecast", name="forecast", description="Weather forecast", source="mcp", endpoint=url
+    )
+    Retriever.from_catalog([tool, *tools("http://x.invalid")[1:2]], db=db, encoder=HashEncoder(64)).close()
+    try:
+        with TestClient(create_app(Settings(db=db, probe_every=0.05, probe_timeout=0.3))) as c:
+            c.post("/feedback", json={"tool_id": "weather.forecast", "outcome": "tool_error"})
+            deadline = time.monotonic() + 10
+            while counted(c.get("/metrics").text, "timeout") < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            text = c.get("/metrics").text
+            assert counted(text, "timeout") >= 1 and counted(text, "success") == 0
+            assert c.get("/tools/weather.forecast").json()["healthy"] is False
+    finally:
+        _HttpUpMcpHung.release.set()
+        httpd.shutdown()
+        httpd.server_close()

@@ -45,8 +45,9 @@ def _probe_arguments(p: argparse.ArgumentParser, each: str) -> None:
         type=float,
         default=None,
         metavar="SECONDS",
-        help="health-check the http(s) endpoints of tools seen failing every SECONDS, so that a recovered "
-        "tool comes back without an agent paying a failed call (default $RATED_PROBE_EVERY, off)",
+        help="health-check the tools seen failing every SECONDS (1 or more; an MCP ping for tools of MCP "
+        "servers over HTTP, a request to other http(s) endpoints), so that a recovered tool comes back "
+        "without an agent paying a failed call (default $RATED_PROBE_EVERY, off)",
     )
     p.add_argument(
         "--probe-budget",
