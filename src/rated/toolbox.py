@@ -132,8 +132,9 @@ class Toolbox:
         tools = [r.tool for r in read]
         self.synced: SyncReport | None = None  # what opening ``db`` changed in it (None: built anew)
         self._retriever, self.synced = _index(tools, db, encoder, dict(config), prune)
-        foreign = set() if self.synced is None else set(self._retriever.index.tool_ids) - self._by_id.keys()
-        self._foreign = frozenset(foreign)  # indexed tools no object here is: never selected
+        # indexed tools that no object here is (left by an earlier run, added by another process): found
+        # when they come up in a ranking, then excluded from it
+        self._foreign: frozenset[str] = frozenset()
         self._plain_where: tuple[frozenset[str], ToolFilter] | None = None
 
     # ---- retrieval ---------------------------------------------------------------------------------
