@@ -404,3 +404,29 @@ def test_put_tools_refuses_a_new_id_stored_in_another_unicode_normal_form_inside
     store.put_tools([nfc, "tea"], ['{"id": "v2"}', '{"id": "tea"}'], np.ones((2, 3)), np.ones(2))
     store.put_tools([nfd], ['{"id": "d"}'], one, np.ones(1), new_only=True, delete=[nfc])
     assert store.load_catalog().ids == ("tea", nfd)
+
+
+def test_put_tools_compares_ids_by_their_nfc_form_as_the_retriever_finds_them(store):
+    """The retriever finds a tool by any spelling with the same NFC form (``IdSpellings``): the Kelvin sign
+    U+212A is "K", and an id pasted from pieces may be in neither normal form. Two writers adding two such
+    spellings at once must not both succeed, whichever spelling the store holds."""
+    from rated.errors import ToolExistsError
+
+    kelvin, mixed = "\u212aelvin", "caf\u00e9 de\u0301ja\u0300"  # "é" composed, "é" and "à" decomposed
+    other_mix = "cafe\u0301 d\u00e9j\u00e0"  # the same text mixed the other way: in neither form either
+    one = np.ones((1, 3), np.float32)
+    store.put_tools([kelvin, mixed], ["{}", "{}"], np.ones((2, 3)), np.ones(2), new_only=True)
+    version, before = store.catalog_version(), store.load_catalog()
+    for new_only in (True, False):
+        for new in ("Kelvin", other_mix, unicodedata.normalize("NFC", mixed)):
+            with pytest.raises(ToolExistsError) as caught:
+                store.put_tools(["tea", new], ["{}", "{}"], np.ones((2, 3)), np.ones(2), new_only=new_only)
+            assert caught.value.tool_ids == [new]
+    with pytest.raises(ToolExistsError) as caught:  # both spellings in one change
+        store.put_tools(["\u212a2", "K2"], ["{}", "{}"], np.ones((2, 3)), np.ones(2), new_only=True)
+    assert caught.value.tool_ids == ["\u212a2", "K2"]
+    after = store.load_catalog()
+    assert (after.ids, after.records, store.catalog_version()) == (before.ids, before.records, version)
+    store.put_tools([kelvin], ['{"v": 2}'], one, np.ones(1))  # replaced in place as spelled: no clash
+    store.put_tools(["Kelvin"], ["{}"], one, np.ones(1), new_only=True, delete=[kelvin])
+    assert store.load_catalog().ids == (mixed, "Kelvin")

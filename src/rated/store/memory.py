@@ -76,7 +76,13 @@ class MemoryStore:
         with self._lock:
             if check_meta is not None:
                 check_meta(dict(self._meta))
-            refuse_clashes(ids, lambda keys: self._tools.keys() & keys, new_only=new_only, delete=delete)
+            refuse_clashes(
+                ids,
+                lambda keys: self._tools.keys() & keys,
+                new_only=new_only,
+                delete=delete,
+                not_ascii=lambda: [i for i in self._tools if not i.isascii()],
+            )
             if delete and (self._tools.keys() | set(ids)) <= set(delete):
                 raise LastToolError("cannot remove every tool: an index needs at least one")
             self._put_rows(ids, records, emb, prior, details)

@@ -367,8 +367,13 @@ class RedisStore:
             def held(keys: list[str]) -> list[str]:
                 return [k for k, s in zip(keys, pipe.zmscore(order, keys), strict=True) if s is not None]
 
-            # read under WATCH: of two writers adding one id (or its two spellings), the second is refused
-            refuse_clashes(ids, held, new_only=new_only, delete=delete)
+            def not_ascii() -> list[str]:  # every id: read only for a new id that may have another spelling
+                return [
+                    raw.decode("utf-8", "replace") for raw in pipe.zrange(order, 0, -1) if not raw.isascii()
+                ]
+
+            # read under WATCH: of two writers adding one id (or two spellings of it), the second is refused
+            refuse_clashes(ids, held, new_only=new_only, delete=delete, not_ascii=not_ascii)
             scores = pipe.zmscore(order, list(ids)) if ids else []
             if delete:
                 kept = pipe.zcard(order) + len({i for i, s in zip(ids, scores, strict=True) if s is None})

@@ -20,7 +20,6 @@ __all__ = [
     "decode_meta",
     "decode_vector",
     "empty_catalog_dim",
-    "other_spellings",
     "refuse_clashes",
 ]
 
@@ -86,16 +85,15 @@ class IdSpellings:
         return None if found == tool_id else found
 
 
-def other_spellings(ids: Iterable[str]) -> dict[str, str]:
-    """The Unicode normal forms (NFC, NFD) of each id that differ from it, each mapped to that id: "café"
-    composed and decomposed look the same, and lookups by id (feedback, remove) find either."""
-    spelled: dict[str, str] = {}
-    for tool_id in ids:
-        for form in ("NFC", "NFD"):
-            other = unicodedata.normalize(form, tool_id)
-            if other != tool_id:
-                spelled.setdefault(other, tool_id)
-    return spelled
+# the ASCII characters that a character outside ASCII is canonically equivalent to (U+212A KELVIN SIGN is
+# "K", U+037E GREEK QUESTION MARK ";", U+1FEF GREEK VARIA "`"): an ASCII id without them has no spelling
+# but itself (unicodedata has no other character whose decomposition is all ASCII)
+_ASCII_TWINS = frozenset("K;`")
+
+
+def _may_have_twins(nfc: str) -> bool:
+    """Whether an id whose NFC form is ``nfc`` may be held in a spelling that is not ASCII."""
+    return not nfc.isascii() or not _ASCII_TWINS.isdisjoint(nfc)
 
 
 def refuse_clashes(
@@ -104,24 +102,36 @@ def refuse_clashes(
     *,
     new_only: bool,
     delete: Collection[str] = (),
+    not_ascii: Callable[[], Iterable[str]],
 ) -> None:
     """Inside a ``put_tools`` change: ``ToolExistsError`` naming the ids the store holds already (with
-    ``new_only``) and, always, each new id that the catalog would then hold in two spellings (the store
-    keeps another normal form of it, or the change brings both). ``held(keys)``: which keys the store
-    holds, read inside the change. Only ids with another normal form (not ASCII) cost a read without
-    ``new_only``."""
+    ``new_only``) and, always, each new id that the catalog would then hold in two spellings: ids equal
+    by their NFC form, as ``IdSpellings`` (the retriever's lookups) and the catalog loader compare them
+    ("é" composed or decomposed, the Kelvin sign U+212A and "K"); the store holds another spelling of it
+    (not removed by this change), or the change brings two.
+
+    ``held(keys)``: which keys the store holds; ``not_ascii()``: the held ids that are not ASCII (any held
+    id not in NFC is among them; the store may give more), read only when a new id may equal one of them
+    (it is not ASCII, or holds "K", ";" or "`"); both read inside the change. ASCII ids without those
+    three characters cost no read without ``new_only``."""
     given = list(dict.fromkeys(ids))
-    spelled = other_spellings(given)
-    if not given or not (new_only or spelled):
+    nfc = {i: i if i.isascii() else unicodedata.normalize("NFC", i) for i in given}
+    twins = [i for i in given if _may_have_twins(nfc[i])]
+    if not given or not (new_only or twins or any(nfc[i] != i for i in given)):
         return
-    present = set(held(given + [form for form in spelled if form not in given]))
+    forms = [form for form in dict.fromkeys(nfc.values()) if form not in nfc]
+    present = set(held(given + forms))
+    if twins:
+        present.update(not_ascii())
     removed = set(delete)
+    spellings = IdSpellings(present - removed)
+    by_form: dict[str, list[str]] = {}
+    for i in given:
+        by_form.setdefault(nfc[i], []).append(i)
     clash = {i for i in given if new_only and i in present}
-    clash.update(
-        i
-        for form, i in spelled.items()
-        if i not in present and form not in removed and (form in present or form in given)
-    )
+    for i in given:
+        if i not in present and (len(by_form[nfc[i]]) > 1 or spellings.other(i) is not None):
+            clash.add(i)  # the change brings another spelling of it, or the store holds one
     if clash:
         raise ToolExistsError([i for i in given if i in clash])
 

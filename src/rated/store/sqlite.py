@@ -293,13 +293,17 @@ class SQLiteStore:
                 row = conn.execute("SELECT value FROM meta WHERE key='config'").fetchone()
                 check_meta(decode_meta(row[0] if row else None, str(self.path)))
 
-            # checked inside the change: of two writers adding one id (or its two Unicode spellings),
+            # checked inside the change: of two writers adding one id (or two Unicode spellings of it),
             # the second is refused
             def held(keys: list[str]) -> list[str]:
                 read = lambda sql, args: conn.execute(sql, args).fetchall()  # noqa: E731
                 return [r[0] for r in _select_in(read, "SELECT id FROM tools WHERE id IN ({})", keys)]
 
-            refuse_clashes(ids, held, new_only=new_only, delete=delete)
+            def not_ascii() -> list[str]:  # more bytes than characters; a scan of the id index only
+                sql = "SELECT id FROM tools WHERE length(CAST(id AS BLOB)) > length(id)"
+                return [r[0] for r in conn.execute(sql)]
+
+            refuse_clashes(ids, held, new_only=new_only, delete=delete, not_ascii=not_ascii)
             self._insert_tools(conn, ids, records, emb, prior, details)
             if delete:
                 self._delete_rows(conn, delete)
