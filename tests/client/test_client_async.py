@@ -150,3 +150,15 @@ def test_no_answer_is_unreachable_and_a_failed_report_is_only_logged(caplog):
 
     asyncio.run(main())
     assert "could not report the outcome of tool 'mail.a'" in caplog.text
+
+
+def test_close_is_not_a_coroutine_that_closes_nothing_unawaited_it_names_aclose():
+    """``RatedClient.close()`` and ``Retriever.close()`` are plain calls; an async ``close`` written the same
+    way would return a coroutine and close nothing. There is no ``close``: the error says what to call."""
+    client = AsyncRatedClient(
+        "http://rated.test", transport=httpx.MockTransport(lambda r: httpx.Response(200))
+    )
+    with pytest.raises(AttributeError, match=r"no close\(\): use 'await client.aclose\(\)'"):
+        client.close()
+    assert not hasattr(client, "close")
+    asyncio.run(client.aclose())

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from types import TracebackType
-from typing import Any, Self, TypeVar, overload
+from typing import Any, NoReturn, Self, TypeVar, overload
 
 import httpx
 
@@ -151,9 +151,19 @@ class AsyncRatedClient:
         return self._endpoint.shown
 
     async def aclose(self) -> None:
+        """Close the connections (``async with`` does it on leaving the block)."""
         await self._http.aclose()
 
-    close = aclose
+    @property
+    def close(self) -> NoReturn:
+        """None: ``await client.aclose()``, as ``httpx.AsyncClient``. A ``close`` coroutine, called as
+        ``RatedClient.close()`` and ``Retriever.close()`` are (without ``await``), closed nothing and said
+        nothing; reading ``close`` raises an ``AttributeError`` naming ``aclose`` instead (``hasattr`` is
+        False)."""
+        raise AttributeError(
+            "AsyncRatedClient has no close(): use 'await client.aclose()' (as httpx.AsyncClient) "
+            "or 'async with AsyncRatedClient(...) as client'"
+        )
 
     async def __aenter__(self) -> Self:
         return self
