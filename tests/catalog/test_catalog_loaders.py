@@ -197,3 +197,15 @@ def test_parameters_nested_beyond_the_limit_are_rejected_by_name():
 def test_a_directory_is_not_a_catalog(tmp_path):
     with pytest.raises(CatalogError, match="is a directory"):
         load_catalog(tmp_path)
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"])
+def test_bytes_that_are_not_utf8_are_named_as_the_file_holds_them_after_a_byte_order_mark_too(tmp_path, bom):
+    """The UTF-8 decoder that skips a byte-order mark counts from after it: the byte it names and the line
+    were those three bytes earlier in the file."""
+    p = tmp_path / "catalog.json"
+    p.write_bytes(bom + b'[{"id": "a",\n"name": "caf\xe9"}]')
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(p)
+    assert _problems(exc) == [("line 2", "")]
+    assert "not valid UTF-8 (byte 0xe9)" in str(exc.value)

@@ -40,6 +40,10 @@ BODIES = {
         "body is not UTF-8: invalid continuation byte at byte 14",
     ),
     "binary": (b"\x80{}", "body is not UTF-8: invalid start byte at byte 0"),
+    "bom, then latin-1": (  # read as utf-8-sig, which counts from after the mark: byte 14 before
+        b"\xef\xbb\xbf" + '{"query": "caf\u00e9"}'.encode("latin-1"),
+        "body is not UTF-8: invalid continuation byte at byte 17",
+    ),
     "utf-16 bom": (
         b"\xff\xfe{",
         "body is not UTF-8 (nor UTF-16-LE, as its first bytes suggest): truncated data",

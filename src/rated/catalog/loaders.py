@@ -181,8 +181,9 @@ def _whole_json(raw: bytes, source_name: str | None) -> tuple[list[_Pending], li
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        return [], [CatalogProblem(f"line {line}", "", f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})")]
+        at = exc.start + len(raw) - len(exc.object)  # utf-8-sig counts from after a byte-order mark
+        line = raw[:at].count(b"\n") + 1
+        return [], [CatalogProblem(f"line {line}", "", f"not valid UTF-8 (byte 0x{raw[at]:02x})")]
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:

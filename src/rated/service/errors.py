@@ -99,7 +99,7 @@ def install_error_handler(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         unreadable = any(e["type"] == "json_invalid" for e in exc.errors())
-        detail = unreadable_body(exc.__cause__) if unreadable else None
+        detail = unreadable_body(exc.__cause__, await _body(request, exc.__cause__)) if unreadable else None
         if detail is not None:
             return _unreadable(request, detail)
         return _invalid(request, validation_detail(exc, request.headers.get("content-type", "")))
@@ -110,7 +110,8 @@ def install_error_handler(app: FastAPI) -> None:
 
         A body the JSON parser failed on other than by syntax (FastAPI's 400 "There was an error parsing
         the body") is an invalid body like any other: a 422 saying what is wrong with it."""
-        unreadable = unreadable_body(exc.__cause__) if exc.status_code == 400 else None
+        cause = exc.__cause__
+        unreadable = unreadable_body(cause, await _body(request, cause)) if exc.status_code == 400 else None
         if unreadable is not None:
             return _unreadable(request, unreadable)
         return JSONResponse(
@@ -118,6 +119,17 @@ def install_error_handler(app: FastAPI) -> None:
             status_code=exc.status_code,
             headers=getattr(exc, "headers", None),
         )
+
+
+async def _body(request: Request, cause: BaseException | None) -> bytes | None:
+    """The request body, where ``unreadable_body`` needs it (a position in bytes that are not UTF-8): read
+    by the parser already, so kept by the request; None should it not be (positions then from the parser)."""
+    if not isinstance(cause, UnicodeDecodeError):
+        return None
+    try:
+        return await request.body()
+    except RuntimeError:  # the stream consumed and not kept
+        return None
 
 
 def _unreadable(request: Request, detail: str) -> JSONResponse:

@@ -24,8 +24,9 @@ from rated.shown import clipped
 __all__ = ["declared_coding", "parser_depth", "unreadable_body"]
 
 
-def unreadable_body(cause: BaseException | None) -> str | None:
-    """The detail for a body ``json.loads`` failed on with ``cause``; None for any other exception."""
+def unreadable_body(cause: BaseException | None, body: bytes | None = None) -> str | None:
+    """The detail for a body ``json.loads`` failed on with ``cause``; None for any other exception.
+    ``body``: the bytes it parsed, so that a position counts a UTF-8 byte-order mark the parser skipped."""
     if isinstance(cause, json.JSONDecodeError):
         # some messages end in "at" ("Invalid control character at"): the place follows either way
         what = cause.msg.removesuffix(" at")
@@ -37,7 +38,10 @@ def unreadable_body(cause: BaseException | None) -> str | None:
             if cause.encoding == "utf-8"
             else f" (nor {cause.encoding.upper()}, as its first bytes suggest)"
         )
-        return f"body is not UTF-8{read_as}: {cause.reason} at byte {cause.start:,}"
+        # a UTF-8 body that starts with a byte-order mark is decoded as utf-8-sig, which reads (and counts
+        # positions in) the bytes after the mark
+        skipped = len(body) - len(cause.object) if body is not None and body.endswith(cause.object) else 0
+        return f"body is not UTF-8{read_as}: {cause.reason} at byte {cause.start + skipped:,}"
     if isinstance(cause, RecursionError):
         levels = parser_depth()
         return (
