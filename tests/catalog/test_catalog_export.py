@@ -329,3 +329,113 @@ def test_malformed_object_schemas_are_made_ones_the_apis_take(parameters, schema
         got = got.get("parameters", got.get("input_schema", got.get("inputSchema")))
         assert got == schema, fmt
     assert tool.parameters == parameters  # a copy: the tool is untouched
+
+
+def params_of(definition: dict) -> dict:
+    got = definition.get("function", definition)
+    return got.get("parameters", got.get("input_schema", got.get("inputSchema")))
+
+
+@pytest.mark.parametrize(
+    ("parameters", "schema"),
+    [
+        (  # a bare type name where a property's schema belongs, and a value that is no schema
+            {"type": "object", "properties": {"a": "string", "b": None, "c": 3, "d": ["string", "null"]}},
+            {
+                "type": "object",
+                "properties": {"a": {"type": "string"}, "b": {}, "c": {}, "d": {"type": ["string", "null"]}},
+            },
+        ),
+        (  # BFCL's and Python's type names, at any depth; "any" is no type
+            {
+                "type": "dict",
+                "properties": {
+                    "point": {"type": "dict", "properties": {"x": {"type": "float"}, "y": "int"}},
+                    "pair": {"type": "tuple", "items": "str"},
+                    "whatever": {"type": "any", "description": "anything"},
+                    "flag": "bool",
+                },
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "point": {
+                        "type": "object",
+                        "properties": {"x": {"type": "number"}, "y": {"type": "integer"}},
+                    },
+                    "pair": {"type": "array", "items": {"type": "string"}},
+                    "whatever": {"description": "anything"},
+                    "flag": {"type": "boolean"},
+                },
+            },
+        ),
+        (  # items, additionalProperties, anyOf/oneOf/allOf and definitions, repaired as properties are
+            {
+                "type": "object",
+                "properties": {
+                    "tags": {"type": "array", "items": "string"},
+                    "labels": {"type": "object", "additionalProperties": "string"},
+                    "when": {"anyOf": ["string", {"type": "integer"}, None]},
+                    "shape": {"oneOf": [{"$ref": "#/$defs/Box"}], "allOf": {"description": "one schema"}},
+                    "rows": {
+                        "type": "array",
+                        "items": {"type": "object", "properties": None, "required": "x"},
+                    },
+                    "closed": {"type": "object", "properties": {}, "additionalProperties": False},
+                },
+                "$defs": {"Box": {"type": "object", "properties": {"side": "number"}}},
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "tags": {"type": "array", "items": {"type": "string"}},
+                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "when": {"anyOf": [{"type": "string"}, {"type": "integer"}, {}]},
+                    "shape": {"oneOf": [{"$ref": "#/$defs/Box"}], "allOf": [{"description": "one schema"}]},
+                    "rows": {
+                        "type": "array",
+                        "items": {"type": "object", "properties": {}, "required": ["x"]},
+                    },
+                    "closed": {"type": "object", "properties": {}, "additionalProperties": False},
+                },
+                "$defs": {"Box": {"type": "object", "properties": {"side": {"type": "number"}}}},
+            },
+        ),
+        (  # a value schema wrapped as "input" is repaired too
+            {"type": "array", "items": "string"},
+            {
+                "type": "object",
+                "properties": {"input": {"type": "array", "items": {"type": "string"}}},
+                "required": ["input"],
+                "additionalProperties": False,
+            },
+        ),
+    ],
+)
+def test_schemas_below_the_root_are_repaired_as_the_root_is(parameters, schema):
+    """``"properties": {"a": "string"}`` is no schema OpenAI or Anthropic take, at any depth."""
+    tool = Tool(id="t", name="t", parameters=parameters)
+    for fmt in FORMATS:
+        assert params_of(tool_definitions([tool], fmt).definitions[0]) == schema, fmt
+    assert tool.parameters == parameters  # a copy: the tool is untouched
+
+
+def test_a_valid_nested_schema_is_kept_exactly_and_a_very_deep_one_is_passed_as_it_is():
+    valid = {
+        "type": "object",
+        "properties": {
+            "opts": {"type": "object"},  # no "properties" added below the root: valid as it is
+            "any": {},
+            "list": {"type": "array", "items": [{"type": "string"}, True], "minItems": 1},
+            "name": {"type": ["string", "null"], "enum": ["a", None]},
+        },
+        "required": ["opts"],
+        "additionalProperties": False,
+    }
+    tool = Tool(id="t", name="t", parameters=valid)
+    assert params_of(openai_tools([tool]).definitions[0]) == valid
+    deep: dict = {"type": "string"}
+    for _ in range(5000):  # far past the recursion limit: no RecursionError
+        deep = {"type": "array", "items": deep}
+    tool = Tool(id="d", name="d", parameters={"type": "object", "properties": {"x": deep}})
+    assert params_of(anthropic_tools([tool]).definitions[0])["properties"]["x"] == deep

@@ -20,7 +20,13 @@ Parameters are always a JSON-schema object, as the APIs require: none becomes ``
 without ``properties`` (or with ``null`` ones) gets empty ones (OpenAI refuses it otherwise), a
 ``required`` that is not a list of names is made one, a schema that only references one of its own
 definitions is that definition, and a schema of another type (a catalog defect)
-becomes the single required argument ``input`` (its ``$defs``/``definitions`` kept at the root).
+becomes the single required argument ``input`` (its ``$defs``/``definitions`` kept at the root). Each
+schema below the root (in ``properties``, ``items``, ``additionalProperties``, ``anyOf``/``oneOf``/``allOf``,
+``$defs`` and their like, at any depth up to 100 levels) is repaired likewise: a bare type name
+(``"properties": {"a": "string"}``) becomes ``{"type": "string"}``, BFCL's and Python's type names
+(``dict``, ``float``, ``tuple``, ``int``, ``str``, ``bool``, ``list``; ``any``: no type) JSON schema's, a
+value that is no schema (``null``, a number) ``{}`` (any value), and ``properties`` and ``required`` as at
+the root; a valid schema is kept as it is.
 Descriptions are cut to 1,024 characters for OpenAI, the limit its API enforced (OpenAI-compatible
 servers still may); ``max_description`` changes it. Loading the definitions back with ``load_catalog``
 gives the same names, descriptions and parameters (OpenAI's ``strict`` and MCP's ``title``,
@@ -257,18 +263,85 @@ def _object_schema(parameters: Mapping[str, Any]) -> dict[str, Any]:
         defs = {key: value.pop(key) for key in _DEFINITIONS if key in value}
         # closed, as OpenAI's strict mode requires of every object (and true of this one in any mode)
         wrapper = {"properties": {"input": value}, "required": ["input"], "additionalProperties": False}
-        return {"type": "object", **wrapper, **defs}
+        return _repaired({"type": "object", **wrapper, **defs}, 0)
     # OpenAI and Anthropic refuse "properties" that is not an object (null, a list) and "required" that
     # is not a list of names: the first becomes empty, a lone name a list of it, other values are dropped
     properties = schema.pop("properties", None)
     out = {"type": "object", "properties": properties if isinstance(properties, Mapping) else {}, **schema}
+    return _repaired(out, 0)
+
+
+# JSON schema's types, and the names some catalogs write instead (BFCL's "dict", "float" and "tuple",
+# Python's); "any" means no type constraint
+_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
+_TYPE_NAMES = {"dict": "object", "float": "number", "tuple": "array"}
+_TYPE_NAMES.update({"int": "integer", "str": "string", "bool": "boolean", "list": "array"})
+# the keywords whose values are schemas: one, a list of them, or a mapping of names to them
+_ONE_SCHEMA = ("items", "additionalProperties", "additionalItems", "not", "contains", "propertyNames")
+_SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "dependentSchemas")
+_MAX_DEPTH = 100  # schemas below this many levels are passed as they are (no recursion limit reached)
+
+
+def _repaired(schema: Mapping[str, Any], depth: int) -> dict[str, Any]:
+    """A copy of ``schema`` with its type name, ``required`` and every schema it holds (``_subschema``)
+    made what the APIs take; what is valid is kept as it is."""
+    out = dict(schema)
+    kind = out.get("type")
+    if kind == "any":
+        del out["type"]
+    elif isinstance(kind, str):
+        out["type"] = _type_name(kind)
+    elif isinstance(kind, list):
+        out["type"] = [_type_name(k) if isinstance(k, str) else k for k in kind]
     if "required" in out:
         required = out.pop("required")
         if isinstance(required, str):
             out["required"] = [required]
         elif isinstance(required, list):
             out["required"] = [name for name in required if isinstance(name, str)]
+    if depth >= _MAX_DEPTH:
+        return out
+    below = partial(_subschema, depth=depth + 1)
+    for key in _ONE_SCHEMA:
+        if key in out:
+            value = out[key]  # "items": [...] is the tuple form of drafts 4 to 2019-09
+            out[key] = [below(v) for v in value] if key == "items" and _is_list(value) else below(value)
+    for key in _SCHEMA_LISTS:
+        if key in out:
+            value = out.pop(key)
+            if isinstance(value, Mapping):  # one schema where a list of them belongs
+                value = [value]
+            if _is_list(value):
+                out[key] = [below(v) for v in value]
+    for key in _SCHEMA_MAPS:
+        if key in out:
+            value = out[key]
+            out[key] = {name: below(v) for name, v in value.items()} if isinstance(value, Mapping) else {}
     return out
+
+
+def _subschema(value: Any, depth: int) -> Any:
+    """A schema below the root as the APIs take it: a bare type name (``"string"``, or a list of them)
+    is ``{"type": ...}``, a value that is no schema (``null``, a number) ``{}`` (any value), a mapping
+    ``_repaired``; ``true`` and ``false`` (any value, none) are schemas as they are."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return {} if value == "any" else {"type": _type_name(value)}
+    if _is_list(value) and value and all(isinstance(v, str) for v in value):  # ["string", "null"]
+        return {"type": [_type_name(v) for v in value]}
+    if not isinstance(value, Mapping):
+        return {}
+    return _repaired(value, depth)
+
+
+def _type_name(name: str) -> str:
+    return name if name in _TYPES else _TYPE_NAMES.get(name, name)
+
+
+def _is_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple))
 
 
 def _named_root(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
