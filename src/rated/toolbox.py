@@ -129,9 +129,9 @@ class Toolbox:
             raise ConfigError(f"unknown Toolbox option(s): {', '.join(unknown)}")
         read = read_objects(objects, source=source, provider=provider)
         self._by_id: dict[str, ToolObject] = {r.tool.id: r for r in read}
-        tools = [r.tool for r in read]
-        self.synced: SyncReport | None = None  # what opening ``db`` changed in it (None: built anew)
-        self._retriever, self.synced = _index(tools, db, encoder, dict(config), prune)
+        retriever, synced = _index([r.tool for r in read], db, encoder, dict(config), prune)
+        self._retriever = retriever
+        self.synced: SyncReport | None = synced  # what opening ``db`` changed in it (None: built anew)
         # indexed tools that no object here is (left by an earlier run, added by another process): found
         # when they come up in a ranking, then excluded from it
         self._foreign: frozenset[str] = frozenset()
