@@ -320,3 +320,11 @@ def test_bad_options_and_objects(tmp_path):
     with pytest.raises(CatalogError, match="item 1: cannot read an object of type int"):
         Toolbox([get_weather, 3], tmp_path / "never.db", encoder=HashEncoder(64))
     assert not (tmp_path / "never.db").exists()  # refused before the store is opened
+
+
+def test_module_doctest():
+    import doctest
+
+    from rated import toolbox
+
+    assert doctest.testmod(toolbox).attempted > 0 and doctest.testmod(toolbox).failed == 0
