@@ -327,4 +327,5 @@ def test_module_doctest():
 
     from rated import toolbox
 
-    assert doctest.testmod(toolbox).attempted > 0 and doctest.testmod(toolbox).failed == 0
+    result = doctest.testmod(toolbox)
+    assert result.attempted > 0 and result.failed == 0
