@@ -25,6 +25,7 @@ from rated.outcome import Outcome, OutcomeKind
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking
 from rated.retriever import Hit, Retriever, SyncReport, ToolHealth
 from rated.tool_filter import ToolFilter
+from rated.toolbox import Selected, Toolbox
 from rated.tracking import AsyncTrackedCall, TrackedCall
 
 __version__ = "0.1.0"
@@ -50,6 +51,7 @@ __all__ = [
     "Ranking",
     "RatedError",
     "Retriever",
+    "Selected",
     "StoreBusyError",
     "StoreError",
     "SyncReport",
@@ -58,6 +60,7 @@ __all__ = [
     "ToolExistsError",
     "ToolFilter",
     "ToolHealth",
+    "Toolbox",
     "TrackedCall",
     "UnknownToolError",
     "UnknownToolNameError",
