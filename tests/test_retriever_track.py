@@ -218,3 +218,17 @@ def test_the_catalog_spelling_of_the_id_is_reported(r: Retriever) -> None:
     with r.track(nfd) as call:
         pass
     assert call.tool_id == nfc and [rec.tool_id for rec in r.outcomes()] == [nfc]
+
+
+def test_nested_calls_log_a_failure_once_against_the_tool_that_failed(r: Retriever) -> None:
+    """A tool that runs another (or a step around tool calls): the failure passing through it is the inner
+    tool's; the outer tool keeps its health."""
+
+    def forecast() -> None:
+        raise http_error(503)
+
+    with pytest.raises(httpx.HTTPStatusError), r.track("search", query=QUERY) as outer:
+        r.call("weather", forecast, query=QUERY)
+    assert log(r, "weather") == [("tool_error", None)]
+    assert log(r, "search") == [] and outer.failed_inside == "weather"
+    assert r.health("search").healthy and r.health("search").stats is None

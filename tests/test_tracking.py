@@ -360,3 +360,82 @@ def test_a_report_after_the_block_is_refused_not_dropped() -> None:
     with pytest.raises(ConfigError, match="ended"):
         call.report("tool_error")
     assert sink.kinds == ["success"] and call.outcome == Outcome("success")
+
+
+# ---- nested blocks: a failure counts once, against the innermost tool that saw it
+
+
+def test_nested_blocks_count_a_failure_against_the_inner_tool_only() -> None:
+    """An outer tool that runs another, or a step around tool calls: the exception passing through the
+    outer block is the inner tool's failure, reported once; the outer block names the tool it came from."""
+    sink = Sink()
+    error = httpx.ConnectTimeout("search is down")
+    with pytest.raises(httpx.ConnectTimeout) as raised:
+        with track(sink, "research") as outer, track(sink, "search", "q") as inner, track(sink, "fetch"):
+            raise error
+    assert raised.value is error  # the agent still gets the tool's own exception
+    assert sink.sent == [("fetch", Outcome("timeout"), "weather in Rome")]
+    assert inner.outcome is None and inner.failed_inside == "fetch"
+    assert outer.outcome is None and outer.failed_inside == "fetch"
+
+
+def test_an_inner_failure_rethrown_from_the_outer_code_is_still_the_inner_tools() -> None:
+    sink = Sink()
+    with pytest.raises(RuntimeError, match="research failed"), track(sink, "research") as outer:
+        try:
+            with track(sink, "search"):
+                raise httpx.ReadTimeout("slow")
+        except httpx.ReadTimeout as exc:
+            raise RuntimeError("research failed") from exc
+    assert sink.sent == [("search", Outcome("timeout"), "weather in Rome")]
+    assert outer.failed_inside == "search"
+
+
+def test_the_outer_tools_own_failures_and_successes_still_count() -> None:
+    sink = Sink()
+    with pytest.raises(KeyError), track(sink, "research") as outer:  # a bug while handling the inner failure
+        try:
+            with track(sink, "search"):
+                raise httpx.ReadTimeout("slow")
+        except httpx.ReadTimeout:
+            {}["missing"]
+    assert outer.outcome == Outcome("tool_error") and outer.failed_inside is None
+    with track(sink, "research") as handled:  # it handled the inner failure: the outer call succeeded
+        with pytest.raises(httpx.ReadTimeout), track(sink, "search"):
+            raise httpx.ReadTimeout("slow")
+    with pytest.raises(httpx.ReadTimeout), track(sink, "research") as said:
+        said.report("rate_limited")  # the caller's word for its own tool wins
+        with track(sink, "search"):
+            raise httpx.ReadTimeout("slow")
+    assert handled.outcome == Outcome("success")
+    assert said.outcome == Outcome("rate_limited") and said.failed_inside == "search"
+    assert sink.kinds == ["timeout", "tool_error", "timeout", "success", "timeout", "rate_limited"]
+
+
+def anamed(sink: Sink, tool_id: str) -> AsyncTrackedCall:
+    async def start() -> str:
+        return tool_id
+
+    return AsyncTrackedCall(tool_id, None, sink.asend, start)
+
+
+def test_nested_async_blocks_and_a_group_of_inner_failures_count_once() -> None:
+    sink = Sink()
+
+    async def search(tool_id: str) -> None:
+        async with anamed(sink, tool_id):
+            raise httpx.ConnectError("refused")
+
+    async def main() -> None:
+        with pytest.raises(httpx.ConnectError):
+            async with anamed(sink, "research") as outer, anamed(sink, "search"):
+                raise httpx.ConnectError("refused")
+        assert outer.outcome is None and outer.failed_inside == "search"
+        with pytest.raises(ExceptionGroup):
+            async with anamed(sink, "fan_out") as fan_out, asyncio.TaskGroup() as group:
+                group.create_task(search("a"))
+                group.create_task(search("b"))
+        assert fan_out.outcome is None and fan_out.failed_inside in ("a", "b")
+
+    asyncio.run(main())
+    assert sorted(tool for tool, _, _ in sink.sent) == ["a", "b", "search"]

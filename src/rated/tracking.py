@@ -9,6 +9,22 @@ that fails (store busy or gone, the tool removed meanwhile) never replaces the t
 never turns a tool's success into an exception, which would invite a retry of a call that has already had
 its effect (an email sent twice). It is logged as a warning on the ``rated.tracking`` logger, kept on
 ``call.report_error`` and, when the tool raised, added to that exception as a note.
+
+Nested blocks count a failure once, in the innermost block that saw it: the tool that failed. ::
+
+    with retriever.track("web_research") as outer:  # a tool that runs another, or a step of calls
+        with retriever.track("tavily_search") as inner:
+            raise httpx.ConnectTimeout("...")  # inner.outcome: timeout, counted against tavily_search
+    # outer.outcome: None (nothing reported for web_research); outer.failed_inside: "tavily_search"
+
+The outer tool did not fail by itself: the exception passed through it. Counting it against the outer
+tool as well would make the agent avoid that tool for a fault that is the inner one's, which the
+retriever already routes around (its breaker trips; a retrieval inside the outer step picks another
+tool). So a block whose exception a nested block has reported (that exception, one raised ``from`` it,
+or a group of only such) reports nothing for its own tool, unless its caller chose an outcome with
+``report``, and names the inner tool in ``failed_inside``. An exception the outer code raises otherwise
+(a bug while handling the inner failure, a check of its own) is its own and counts against it, as does
+an inner failure the outer code handled before failing in its own way.
 """
 
 from __future__ import annotations
@@ -26,6 +42,7 @@ from rated.outcome import Outcome, OutcomeKind
 __all__ = ["AsyncTrackedCall", "TrackedCall"]
 
 log = logging.getLogger("rated.tracking")
+_REPORTED_BY = "_rated_reported_by"  # set on an exception a tracked call counted: that call's tool id
 T = TypeVar("T")
 Send = Callable[[str, Outcome, str | None], None]
 ASend = Callable[[str, Outcome, str | None], Awaitable[None]]
@@ -39,6 +56,8 @@ class _Tracked:
         self.query = query
         self.outcome: Outcome | None = None  # what was reported, once the block has ended
         self.report_error: Exception | None = None  # why reporting failed, if it did
+        # the tool of a nested tracked call that counted the exception this block ended with (not this one)
+        self.failed_inside: str | None = None
         self._chosen: Outcome | None = None
         self._used = False
         self._misused = False
@@ -85,8 +104,14 @@ class _Tracked:
             return None
         if exc is None:
             return self._chosen or Outcome(OutcomeKind.SUCCESS)
+        self.failed_inside = _reported_by(exc)
+        if self.failed_inside is not None:  # counted where it failed (see the module doc)
+            return self._chosen
         outcome = outcome_from_exception(exc)
-        return None if outcome is None else self._chosen or outcome
+        if outcome is None:
+            return None
+        _mark_reported(exc, self.tool_id)
+        return self._chosen or outcome
 
     def _failed(self, error: Exception, exc: BaseException | None) -> None:
         self.report_error = error
@@ -99,7 +124,8 @@ class _Tracked:
 
 
 class TrackedCall(_Tracked):
-    """``with retriever.track(tool_id, query) as call:`` reports one call of the tool when the block ends."""
+    """``with retriever.track(tool_id, query) as call:`` reports one call of the tool when the block ends
+    (a failure that a block nested in it reported is not reported again: see the module doc)."""
 
     def __init__(self, tool_id: str, query: str | None, send: Send) -> None:
         super().__init__(tool_id, query)
@@ -186,6 +212,33 @@ class AsyncTrackedCall(_Tracked):
             self._failed(error, exc)
         else:
             self.outcome = outcome
+
+
+def _reported_by(exc: BaseException) -> str | None:
+    """The tool whose tracked call counted ``exc`` already: ``exc`` itself, an exception it was raised
+    ``from`` (explicitly: one raised while handling another is a failure of its own), or, for a group,
+    the one every exception in it names (the first such tool); None when none did."""
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        tool_id = getattr(at, _REPORTED_BY, None)
+        if isinstance(tool_id, str):
+            return tool_id
+        if isinstance(at, BaseExceptionGroup):
+            named = [_reported_by(e) for e in at.exceptions]
+            if named and all(named):
+                return named[0]
+        at = at.__cause__
+    return None
+
+
+def _mark_reported(exc: BaseException, tool_id: str) -> None:
+    """Note on ``exc`` that ``tool_id``'s tracked call counted it, so that enclosing ones do not."""
+    try:
+        setattr(exc, _REPORTED_BY, tool_id)
+    except Exception:  # an exception class that refuses attributes: enclosing blocks count it too
+        pass
 
 
 def _outcome(value: Outcome | OutcomeKind | str | bool, retry_after: float | None) -> Outcome:
