@@ -5,12 +5,17 @@ stand-ins copying their attributes, MCP's ``Tool`` for real), dicts through the 
 No ``from __future__ import annotations`` here: the tools defined inside tests use local classes in their
 annotations, which a string annotation could not resolve (tested on its own below)."""
 
+import dataclasses
+import datetime
 import doctest
+import enum
 import functools
+import json
 from typing import Annotated, Any, Literal, Optional
 
 import pytest
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
 
 from framework_standins import CrewBaseTool, FunctionTool, ToolMetadata
 from rated.catalog import objects, signature
@@ -146,6 +151,76 @@ def test_a_type_without_json_schema_names_the_parameter():
     assert "item 0, field 'parameters': fetch(): parameter 'client': its type cannot be written" in str(
         err.value
     )
+
+
+def test_the_parameter_named_is_the_one_without_json_schema_after_models_and_dataclasses():
+    @dataclasses.dataclass
+    class Point:
+        x: float
+
+    class Client:
+        pass
+
+    def fetch(where: Point, address: Address, client: Client) -> None:
+        """Fetch."""
+
+    with pytest.raises(CatalogError) as err:
+        read(fetch)
+    assert "fetch(): parameter 'client': its type cannot be written as JSON schema" in str(err.value)
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    y: float = 0.0
+
+
+class Node(BaseModel):
+    name: str
+    children: list["Node"] = []
+
+
+class Options(TypedDict, total=False):
+    verbose: bool
+
+
+def plot(
+    colour: Colour = Colour.RED,
+    at: Point = Point(1.0, 2.0),  # noqa: B008 - a dataclass default, written as JSON
+    when: datetime.datetime = datetime.datetime(2024, 1, 1),  # noqa: B008
+    day: datetime.date | None = None,
+    tree: Node | None = None,
+    options: Options | None = None,
+    size: int | str = 1,
+    pair: tuple[int, str] = (1, "a"),
+    tags: frozenset[str] = frozenset(),
+    limit: float = float("inf"),
+    ratio: float = float("nan"),
+    bounds: list[float] = [0.0, float("-inf")],  # noqa: B006
+) -> None:
+    """Plot a point."""
+
+
+def test_schemas_are_valid_json_schema_and_strict_json():
+    validator = pytest.importorskip("jsonschema").Draft202012Validator
+    params = read(plot).parameters
+    validator.check_schema(params)
+    json.dumps(params, allow_nan=False)  # no Infinity or NaN, which JSON cannot hold
+    props = params["properties"]
+    assert props["colour"] == {"$ref": "#/$defs/Colour", "default": "red"}
+    assert params["$defs"]["Colour"]["enum"] == ["red", "green"]
+    assert props["at"]["default"] == {"x": 1.0, "y": 2.0}
+    assert props["when"] == {"type": "string", "format": "date-time", "default": "2024-01-01T00:00:00"}
+    assert params["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert props["options"]["anyOf"][0] == {"$ref": "#/$defs/Options"}
+    assert props["limit"] == {"type": "number"} and props["ratio"] == {"type": "number"}  # defaults left out
+    assert "default" not in props["bounds"]
+    assert props["pair"]["default"] == [1, "a"]
 
 
 def test_a_string_annotation_naming_nothing_names_the_parameter():

@@ -6,7 +6,8 @@ positional-only parameters with a default are left out (a positional-only one wi
 the function uncallable with named arguments, an error), ``**kwargs`` allows other names
 (``additionalProperties: true``), a parameter without annotation takes any value. Pydantic writes each
 annotation (``Optional``, ``list[int]``, ``Literal``, ``Annotated[..., Field(description=...)]``, models)
-as it would for a model field; field titles are left out (the property names say it). A parameter
+as it would for a model field; field titles are left out (the property names say it), and so are
+defaults JSON cannot hold (a sentinel ``object()``, an infinite or NaN float). A parameter
 without a description gets its docstring's, from a Google (``Args:``), NumPy (``Parameters`` over
 dashes) or reST (``:param name:``) section.
 
@@ -25,12 +26,13 @@ dashes) or reST (``:param name:``) section.
 from __future__ import annotations
 
 import inspect
+import math
 import re
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, TypeAdapter, create_model
+from pydantic import ConfigDict, Field, create_model
 from pydantic.errors import PydanticUserError
 from pydantic.json_schema import GenerateJsonSchema, PydanticJsonSchemaWarning
 
@@ -74,6 +76,7 @@ def signature_schema(fn: Callable[..., Any], descriptions: Mapping[str, str] | N
     except (TypeError, ValueError):
         raise SignatureError("it has no signature Python can read") from None
     fields: dict[str, Any] = {}
+    no_json_default: list[str] = []  # infinite or NaN defaults: no JSON (pydantic writes some as null)
     takes_more = False
     for i, p in enumerate(sig.parameters.values()):
         if p.kind is _P.VAR_KEYWORD:
@@ -85,6 +88,8 @@ def signature_schema(fn: Callable[..., Any], descriptions: Mapping[str, str] | N
         elif p.kind in (_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY):
             annotation = Any if p.annotation is _P.empty else p.annotation
             default = ... if p.default is _P.empty else p.default
+            if not _finite(p.default):
+                no_json_default.append(p.name)
             # aliased: a parameter may be called `json`, `copy` or `_x`, which a model's fields may not
             fields[f"p{i}"] = (Annotated[annotation, Field(alias=p.name)], default)
     config = ConfigDict(extra="allow" if takes_more else "ignore", arbitrary_types_allowed=True)
@@ -92,9 +97,11 @@ def signature_schema(fn: Callable[..., Any], descriptions: Mapping[str, str] | N
         model = create_model("arguments", __config__=config, **fields)
         schema = _json_schema(model)
     except PydanticUserError as exc:  # an annotation pydantic cannot write as JSON: name the parameter
-        raise SignatureError(_culprit(sig) or _first_line(exc)) from None
+        raise SignatureError(_culprit(sig, config) or _first_line(exc)) from None
     if not takes_more:
         schema.pop("additionalProperties", None)  # as pydantic writes a model that ignores other keys
+    for name in no_json_default:
+        schema["properties"][name].pop("default", None)
     _describe(schema, descriptions or {})
     return schema
 
@@ -154,18 +161,44 @@ def _json_schema(model: Any) -> dict[str, Any]:
         warnings.simplefilter("ignore", PydanticJsonSchemaWarning)
         schema = dict(model.model_json_schema(schema_generator=_NoTitles))
     schema.pop("title", None)
+    _drop_defaults_json_cannot_hold(schema)
     return schema
 
 
-def _culprit(sig: inspect.Signature) -> str | None:
-    """Which parameter's annotation has no JSON schema."""
-    for p in sig.parameters.values():
+def _drop_defaults_json_cannot_hold(node: Any) -> None:
+    """Remove the ``default`` of each (sub)schema holding an infinite or NaN float: pydantic writes them as
+    they are, which is no JSON (``Infinity``), and a store writes them as ``null``, which the type refuses."""
+    if isinstance(node, dict):
+        if "default" in node and not _finite(node["default"]):
+            del node["default"]
+        for value in node.values():
+            _drop_defaults_json_cannot_hold(value)
+    elif isinstance(node, list):
+        for value in node:
+            _drop_defaults_json_cannot_hold(value)
+
+
+def _finite(value: Any) -> bool:
+    """No infinite or NaN float in ``value`` (looked for in lists, tuples, sets and dicts)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, list | tuple | set | frozenset):
+        return all(_finite(v) for v in value)
+    return True
+
+
+def _culprit(sig: inspect.Signature, config: ConfigDict) -> str | None:
+    """Which parameter's annotation has no JSON schema (each in a model of its own, made as the whole one)."""
+    for i, p in enumerate(sig.parameters.values()):
         if p.annotation is _P.empty or p.kind in (_P.VAR_KEYWORD, _P.VAR_POSITIONAL):
             continue
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PydanticJsonSchemaWarning)
-                TypeAdapter(p.annotation, config=ConfigDict(arbitrary_types_allowed=True)).json_schema()
+                one = create_model("arguments", __config__=config, **{f"p{i}": (p.annotation, ...)})
+                one.model_json_schema()
         except Exception as exc:
             return f"parameter {p.name!r}: its type cannot be written as JSON schema ({_first_line(exc)})"
     return None
