@@ -448,6 +448,35 @@ def test_langchain_tool_decorator_and_subclass():
     assert stock.parameters["properties"] == {"ticker": {"type": "string", "description": "a stock symbol"}}
 
 
+def test_langchain_single_input_tools_take_one_string_as_langchain_sends_them():
+    lc = pytest.importorskip("langchain_core.tools")
+    convert = pytest.importorskip("langchain_core.utils.function_calling").convert_to_openai_tool
+
+    legacy = lc.Tool(name="lookup", func=lambda q: q, description="Look a word up.")
+
+    class Plain(lc.BaseTool):  # no args_schema: LangChain reads _run's signature
+        name: str = "plain"
+        description: str = "Plain tool"
+
+        def _run(self, query: str, limit: int = 3) -> str:
+            return query
+
+    one, plain = (r.tool for r in read_objects([legacy, Plain()]))
+    assert one.parameters == {
+        "type": "object",
+        "properties": {"__arg1": {"type": "string"}},
+        "required": ["__arg1"],
+    }
+    sent = convert(legacy)["function"]["parameters"]
+    assert one.parameters["properties"].keys() == sent["properties"].keys()
+    assert one.parameters["required"] == sent["required"]
+    assert plain.parameters == {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "limit": {"type": "integer", "default": 3}},
+        "required": ["query"],
+    }
+
+
 def test_langchain_injected_arguments_are_not_in_the_schema():
     lc = pytest.importorskip("langchain_core.tools")
 

@@ -7,7 +7,8 @@ What each object is taken for, in this order:
   ``load_catalog`` (one tool per dict: load whole documents, such as an OpenAPI file, with it first);
 - an MCP tool (``mcp.types.Tool``: ``name``, ``description``, ``inputSchema``), read as its definition;
 - a LangChain tool (``langchain_core.tools.BaseTool``: ``name``, ``description``, ``invoke``, and
-  ``tool_call_schema`` (the arguments a model gives, injected ones left out) or ``args_schema``);
+  ``tool_call_schema`` (the arguments a model gives, injected ones left out) or ``args_schema``; a
+  single-input ``Tool`` without ``args_schema`` takes one string, ``__arg1``, as LangChain sends it);
 - a LlamaIndex tool (``metadata``: a ``ToolMetadata`` with ``name``, ``description`` and ``fn_schema`` or
   ``get_parameters_dict()``, and ``call``);
 - a CrewAI tool (``crewai.tools.BaseTool``: ``name``, ``description``, ``args_schema``, ``run``);
@@ -60,6 +61,7 @@ _EXPECTED = (
 )
 
 _ITEM = re.compile(r"\bitem (\d+)")
+_SINGLE_INPUT = "__arg1"  # the one argument of a single-input LangChain tool, as LangChain names it
 _DOCUMENT = "a whole catalog: read it with rated.catalog.load_catalog and pass its tools"
 
 
@@ -137,7 +139,11 @@ def _read(obj: Any, source: str | None, loc: str) -> tuple[dict[str, Any], str]:
     if isinstance(obj, type):
         raise _Unreadable([CatalogProblem(loc, "", f"a class ({obj.__qualname__}): pass an instance")])
     if callable(_get(obj, "invoke")) and (_has(obj, "tool_call_schema") or _has(obj, "args_schema")):
-        schema = _get(obj, "tool_call_schema") or _get(obj, "args_schema")
+        if is_single_input_langchain_tool(obj):  # one string, named as LangChain's bind_tools sends it
+            schema = {"type": "object", "properties": {_SINGLE_INPUT: {"type": "string"}}}
+            schema["required"] = [_SINGLE_INPUT]
+        else:
+            schema = _get(obj, "tool_call_schema") or _get(obj, "args_schema")
         if schema is None:  # no model: LangChain's own reading of the arguments
             schema = {"type": "object", "properties": dict(_get(obj, "args") or {})}
         return _record(obj, loc, obj.name, obj.description, schema, source or "langchain"), "langchain"
@@ -161,6 +167,13 @@ def _read(obj: Any, source: str | None, loc: str) -> tuple[dict[str, Any], str]:
     if callable(obj):
         return _from_callable(obj, source, loc), "python"
     raise _Unreadable([CatalogProblem(loc, "", f"cannot read {_what(obj)} as a tool; {_EXPECTED}")])
+
+
+def is_single_input_langchain_tool(obj: Any) -> bool:
+    """A LangChain ``Tool`` without ``args_schema`` (``Tool(name, func, description)``): it takes one string
+    under any name, and its ``tool_call_schema`` describes ``Tool._run``'s own signature, not that string
+    (LangChain's ``convert_to_openai_tool`` special-cases it likewise)."""
+    return _get(obj, "args_schema") is None and _get(obj, "args") == {"tool_input": {"type": "string"}}
 
 
 def _from_callable(fn: Any, source: str | None, loc: str) -> dict[str, Any]:
