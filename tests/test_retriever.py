@@ -20,6 +20,7 @@ from rated.errors import (
     StoreError,
     UnknownToolError,
 )
+from rated.policy import RatedPolicy
 from rated.policy.base import BasePolicy
 from rated.retriever import Hit, Retriever
 
@@ -527,6 +528,32 @@ def test_hits_built_on_the_fast_path_equal_hits_built_normally(retriever):
     assert hit == Hit(**fields) and set(vars(hit)) == set(fields)
     with pytest.raises(dataclasses.FrozenInstanceError):
         hit.score = 0.0  # type: ignore[misc]
+
+
+class _OwnRank(RatedPolicy):
+    """RATED behind an overridden ``rank``: the retriever takes its generic path (arrays, checked)."""
+
+    name = "rated"
+
+    def rank(self, candidates):
+        return super().rank(candidates)
+
+
+@pytest.mark.parametrize("params", [{}, {"utility": 0.1}])
+def test_hits_from_the_plain_ranking_equal_hits_from_the_ranking_arrays(clock, params):
+    plain = Retriever.from_catalog(catalog(), encoder=HashEncoder(64), clock=clock, policy_params=params)
+    generic = Retriever.from_catalog(
+        catalog(), encoder=HashEncoder(64), clock=clock, policy=_OwnRank(**params)
+    )
+    for r in (plain, generic):
+        r.feedback("mail.a", "tool_error", query=QUERY)
+        r.feedback("weather", "rate_limited", retry_after=60.0)
+        r.feedback("search", "success", query="find pages")
+    clock.t += 5
+    for query in (QUERY, "weather in a city", "find pages about a topic"):
+        assert plain.retrieve(query, k=6) == generic.retrieve(query, k=6)
+    assert not {h.id: h.healthy for h in plain.retrieve("weather forecast", k=6)}["weather"]
+    plain.close(), generic.close()
 
 
 def test_expected_utility_mode_still_reports_a_failing_tool_unhealthy(clock):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import operator
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -73,6 +74,7 @@ __all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "SyncReport", "ToolHealth"]
 DEFAULT_POLICY = "rated"
 _STORE_OPTIONS = ("durability", "busy_timeout", "namespace", "max_outcomes")
 _BANDIT_NAMES = ("bandit", "mab", "health")  # what policies call their feedback-learned component
+_provider_key = operator.attrgetter("provider_key")  # a C callable: no Python frame per candidate
 _NO_LIMIT = 2**62  # an outcomes() limit above this is no limit
 _SYNC_TRIES = 4  # encodings in one sync while other writers keep changing the tools it syncs
 _RELOAD_TRIES = 3  # catalog reloads in one refresh while rebuilds keep landing mid-way (then: next refresh)
@@ -333,40 +335,64 @@ class Retriever:
         if len(pos) == 0:
             return []
         where = pos.tolist()
+        entries = list(map(self._tools.__getitem__, where))
         candidates = Candidates._trusted(  # arrays of this retriever's own making: see _trusted
             tool_ids=tuple(map(self._ids.__getitem__, where)),
             semantic=sem,
             prior=self._prior[pos],
-            providers=tuple([self._tools[p].provider_key for p in where]),  # parses a new candidate
+            providers=tuple(map(_provider_key, entries)),  # parses a new candidate
             context=vec,
             now=float(self._clock()),
         )
-        ranking = self._policy.rank(candidates)
-        if type(self._policy).rank is not BasePolicy.rank:  # BasePolicy.rank checks its own output
+        policy = self._policy
+        if isinstance(policy, BasePolicy) and type(policy).rank is BasePolicy.rank:
+            # the ranking in plain Python values (checked there): no arrays made only to be taken apart here
+            order, scores, components, healthy, degraded = policy._ranked(candidates)
+        else:
+            ranking = policy.rank(candidates)
             _check_ranking(ranking, len(candidates))
-        n = len(candidates)
-        # plain Python lists once, then cheap indexing per hit
-        scores = np.asarray(ranking.scores, dtype=np.float64).tolist()
-        healthy = [True] * n if ranking.healthy is None else np.asarray(ranking.healthy, bool).tolist()
-        names = tuple(ranking.components)
-        columns = [np.asarray(v, dtype=np.float64).tolist() for v in ranking.components.values()]
-        per_hit = list(zip(*columns, strict=True)) if columns else [()] * n
-        bandit = next((columns[names.index(name)] for name in _BANDIT_NAMES if name in names), None)
-        semantic, prior = candidates.semantic.tolist(), candidates.prior.tolist()
-        degraded = bool(ranking.degraded)
+            order = np.asarray(ranking.order).tolist()
+            scores = np.asarray(ranking.scores, dtype=np.float64).tolist()
+            healthy = (
+                [True] * len(where) if ranking.healthy is None else np.asarray(ranking.healthy, bool).tolist()
+            )
+            components, degraded = ranking.components, bool(ranking.degraded)
+        # plain Python lists once, then cheap indexing per hit: a policy's lists as they are, the candidates'
+        # own arrays (RATED's semantic and prior components) converted once
+        sem_arr, prior_arr = candidates.semantic, candidates.prior
+        semantic, prior = sem_arr.tolist(), prior_arr.tolist()
+        names = tuple(components)
+        columns = [
+            v
+            if type(v) is list
+            else semantic
+            if v is sem_arr
+            else prior
+            if v is prior_arr
+            else _plain_floats(v)
+            for v in components.values()
+        ]
+        per_hit = list(zip(*columns, strict=True)) if columns else [()] * len(where)
+        bandit = None
+        for name in _BANDIT_NAMES:
+            if name in components:
+                bandit = columns[names.index(name)]
+                break
         return [
             Hit._fast(
-                tool=self._tools[where[i]].tool,
-                score=scores[i],
-                semantic=semantic[i],
-                prior=prior[i],
-                bandit=None if bandit is None else bandit[i],
-                healthy=healthy[i],
-                degraded=degraded,
-                rank=rank + 1,
-                components=dict(zip(names, per_hit[i], strict=True)),
+                {
+                    "tool": entries[i].tool,
+                    "score": scores[i],
+                    "semantic": semantic[i],
+                    "prior": prior[i],
+                    "bandit": None if bandit is None else bandit[i],
+                    "healthy": healthy[i],
+                    "degraded": degraded,
+                    "rank": rank,
+                    "components": dict(zip(names, per_hit[i])),  # noqa: B905 (same length: per_hit is zip(*columns))
+                }
             )
-            for rank, i in enumerate(ranking.order[:k].tolist())
+            for rank, i in enumerate(order[:k], 1)
         ]
 
     # ---- asyncio -----------------------------------------------------------------------------------
@@ -1076,6 +1102,12 @@ def _check_retry_after(value: Any) -> float | None:
     if seconds is None:
         raise ConfigError(f"retry_after must be a finite number of seconds >= 0, got {shown(value)}")
     return seconds
+
+
+def _plain_floats(values: Any) -> list[float]:
+    """A score column as plain floats (a float32 or float64 array's ``tolist``: no float64 copy first)."""
+    arr = np.asarray(values)
+    return (arr if arr.dtype.char in "fd" else arr.astype(np.float64)).tolist()
 
 
 def _check_ranking(ranking: Ranking, n: int) -> None:

@@ -216,3 +216,60 @@ def test_well_shaped_custom_policy_ranks_healthy_first() -> None:
 
     ranking = Fine().rank(_cands(0.0))
     assert ranking.order.tolist() == [1, 2, 3, 0] and not ranking.degraded
+
+
+def test_plain_ranking_is_the_ranking(name: str) -> None:
+    """``_ranked`` (what the retriever turns into hits) holds the same values as ``rank``'s arrays."""
+    policy = make_policy(name)
+    _history(policy)
+    for now in (9.0, 12.0, 5000.0):
+        c = _cands(now, seed=2)
+        ranking = policy.rank(c)
+        order, scores, components, healthy, degraded = policy._ranked(c)
+        assert order == ranking.order.tolist() and scores == ranking.scores.tolist()
+        assert healthy == ranking.healthy.tolist() and degraded == ranking.degraded
+        assert list(components) == list(ranking.components)
+        for key, values in components.items():
+            assert np.asarray(values, dtype=np.float64).tolist() == ranking.components[key].tolist(), key
+        assert all(type(v) is float for v in scores) and all(type(h) is bool for h in healthy)
+
+
+class _Lists(BasePolicy):
+    """A policy whose ``_score`` returns plain lists, as RATED's does."""
+
+    name = "lists"
+
+    def __init__(self, scores=(0.2, 0.5, 0.5, 0.1), healthy=None, bandit=(1.0, 0.5, 0.5, 0.0)) -> None:
+        self.scores, self.healthy, self.bandit = scores, healthy, bandit
+
+    def _score(self, candidates):
+        return list(self.scores), {"bandit": list(self.bandit)}, self.healthy
+
+
+def test_plain_lists_from_score_rank_like_arrays() -> None:
+    lists = _Lists().rank(_cands(0.0))
+    assert lists.order.tolist() == [1, 2, 0, 3]  # a tie keeps the candidates' order
+    assert lists.scores.dtype == np.float64 and lists.components["bandit"].dtype == np.float64
+    arrays = _Lists(np.array(_Lists().scores), None, np.array(_Lists().bandit)).rank(_cands(0.0))
+    np.testing.assert_array_equal(lists.order, arrays.order)
+    np.testing.assert_array_equal(lists.scores, arrays.scores)
+    grouped = _Lists(healthy=[True, False, True, True]).rank(_cands(0.0))
+    assert grouped.order.tolist() == [2, 0, 3, 1] and not grouped.degraded  # healthy first, then by score
+    assert _Lists(healthy=[False] * 4).rank(_cands(0.0)).degraded
+
+
+@pytest.mark.parametrize(
+    ("policy", "what"),
+    [
+        (_Lists(scores=(0.1, 0.2, 0.3)), "invalid scores"),
+        (_Lists(scores=(0.1, math.nan, 0.3, 0.4)), "invalid scores"),
+        (_Lists(scores=(0.1, math.inf, 0.3, 0.4)), "invalid scores"),
+        (_Lists(scores=(0.1, "x", 0.3, 0.4)), "invalid scores"),
+        (_Lists(healthy=[True, False]), "healthy mask of shape (2,)"),
+        (_Lists(bandit=(1.0, 0.5)), "component 'bandit' of shape (2,)"),
+    ],
+)
+def test_bad_plain_lists_from_score_are_named(policy: _Lists, what: str) -> None:
+    with pytest.raises(ConfigError, match=r"_Lists\._score returned") as err:
+        policy.rank(_cands(0.0))
+    assert what in str(err.value)

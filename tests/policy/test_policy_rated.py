@@ -221,3 +221,37 @@ def test_a_tool_without_state_scores_the_same_whoever_ranks_beside_it(params, wi
     for name in ("bandit", "reliability", "availability"):
         assert alone.components[name].tolist() == beside.components[name][:2].tolist(), name
     assert alone.scores.tolist() == beside.scores[:2].tolist()
+
+
+def test_a_forgotten_provider_shares_nothing_with_the_tools_that_reuse_its_row() -> None:
+    p = RatedPolicy()
+    ids, providers = ("a2", "b"), ("P", "Q")
+    fresh = p.rank(cands(10.0, ids=ids, providers=providers)).scores.tolist()
+    fail(p, "a1", 1.0, provider="P")
+    p.set_state("a1", None)
+    p.set_state(PROVIDER_PREFIX + "P", None)  # e.g. another process's reset, read from the store
+    for t, tool in enumerate(("z1", "z2", "z3")):  # new rows: the freed ones first
+        fail(p, tool, 2.0 + t)
+    assert p.rank(cands(10.0, ids=ids, providers=providers)).scores.tolist() == fresh
+
+
+def test_a_tool_named_like_a_provider_does_not_take_the_providers_state() -> None:
+    """Tool "P" has no provider (its own id is its provider key); a provider also called "P" fails."""
+    p = RatedPolicy()
+    fresh = p.rank(cands(5.0, ids=("P", "b"), providers=("P", "b"))).scores.tolist()
+    fail(p, "x", 1.0, provider="P")
+    fail(p, "y", 2.0, provider="P")
+    assert p.rank(cands(5.0, ids=("P", "b"), providers=("P", "b"))).scores.tolist() == fresh
+    assert p.rank(cands(5.0, ids=("z", "b"), providers=("P", "b"))).scores[0] < fresh[0]
+
+
+def test_numpy_timestamps_are_kept_as_floats() -> None:
+    """A NumPy scalar ``now`` (a simulator's clock) is stored as a plain float, as a state read back from
+    the store is: scoring reads it in float64, not in the scalar's own precision."""
+    p, restored = RatedPolicy(), RatedPolicy()
+    fail(p, "a", np.float32(1000.3), provider="P", ctx=unit(1))
+    fail(p, "b", np.float32(1001.7), "timeout")
+    for key in p.all_state_keys():
+        restored.set_state(key, p.get_state(key))
+    c = cands(1020.1, ctx=unit(2))
+    assert p.rank(c).scores.tolist() == restored.rank(c).scores.tolist()

@@ -1,11 +1,15 @@
-"""Keyed rows of state, grown on demand, so that a policy gathers K candidates' state in one ``take``.
+"""Keyed rows of state, grown on demand: a key's scalars as one plain list of floats, its vector as a row.
 
 Row 0 is a pristine row that every unknown key maps to: scoring needs no branch for keys that never
-received feedback, and state is only allocated for keys that did. An optional vector table (one row per
-key, allocated once its width is known) sits beside the scalar table.
+received feedback, and state is only allocated for keys that did. The scalars of a row are a Python list,
+not a row of a NumPy table: scoring reads a handful of rows per ranking, field by field, and a list
+costs one index where a table costs a gather and a ``tolist`` (several microseconds per ranking). An
+optional float32 vector table (one row per key, allocated once its width is known) sits beside them.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -13,16 +17,15 @@ __all__ = ["KeyedRows"]
 
 
 class KeyedRows:
-    """A ``(capacity, width)`` float64 scalar table and an optional float32 vector table, by key."""
+    """Per-key scalar rows (``scalars[row]``, a list of floats) and an optional float32 vector table."""
 
-    def __init__(self, pristine: np.ndarray):
-        self._pristine = np.asarray(pristine, dtype=np.float64).copy()
-        self.scalars = self._pristine[None, :].repeat(8, axis=0)
+    def __init__(self, pristine: Sequence[float]):
+        self._pristine = [float(v) for v in pristine]
+        self.scalars: list[list[float]] = [list(self._pristine)]  # row 0: every unknown key; never written
         self.vectors: np.ndarray | None = None
         self._pristine_vec: np.ndarray | None = None
         self.index: dict[str, int] = {}
         self._free: list[int] = []
-        self._next = 1
 
     @property
     def vector_width(self) -> int | None:
@@ -31,23 +34,28 @@ class KeyedRows:
     def set_vector_width(self, pristine: np.ndarray) -> None:
         """Allocate the vector table; every row (and unknown keys) starts as ``pristine``."""
         self._pristine_vec = np.asarray(pristine, dtype=np.float32).copy()
-        self.vectors = self._pristine_vec[None, :].repeat(len(self.scalars), axis=0)
+        self.vectors = self._pristine_vec[None, :].repeat(max(8, len(self.scalars)), axis=0)
 
     def row(self, key: str) -> int:
-        """The row of ``key``, allocated (pristine) on first use. May grow the tables: index after."""
+        """The row of ``key``, allocated (pristine) on first use. May grow the vector table: index after."""
         r = self.index.get(key)
         if r is not None:
             return r
         if self._free:
             r = self._free.pop()
+            self._reset(r)
         else:
-            r = self._next
-            self._next += 1
-            if r >= len(self.scalars):
+            r = len(self.scalars)
+            self.scalars.append(list(self._pristine))
+            if self.vectors is not None and r >= len(self.vectors):
                 self._grow()
-        self._reset(r)
         self.index[key] = r
         return r
+
+    def write(self, r: int, values: Sequence[float]) -> None:
+        """Set the scalars of row ``r`` (> 0), as plain floats (a NumPy scalar in the list would turn the
+        arithmetic that reads it into its own precision)."""
+        self.scalars[r] = list(map(float, values))
 
     def drop(self, key: str) -> None:
         r = self.index.pop(key, None)
@@ -56,12 +64,10 @@ class KeyedRows:
             self._free.append(r)
 
     def _reset(self, r: int) -> None:
-        self.scalars[r] = self._pristine
+        self.scalars[r] = list(self._pristine)
         if self.vectors is not None:
             self.vectors[r] = self._pristine_vec
 
     def _grow(self) -> None:
-        cap = len(self.scalars)
-        self.scalars = np.concatenate([self.scalars, self._pristine[None, :].repeat(cap, axis=0)])
-        if self.vectors is not None:
-            self.vectors = np.concatenate([self.vectors, self._pristine_vec[None, :].repeat(cap, axis=0)])
+        cap = len(self.vectors)
+        self.vectors = np.concatenate([self.vectors, self._pristine_vec[None, :].repeat(cap, axis=0)])

@@ -54,8 +54,9 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
-from itertools import repeat
-from typing import ClassVar
+from itertools import compress, repeat
+from operator import or_
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -163,10 +164,10 @@ class RatedPolicy(BasePolicy):
         self._max_rec = self.max_recover * ts
         self._up0 = 1.0 - self.down_prior
         self._avail_norm = 1.0 / self._up0**2  # an unobserved tool has normalised availability 1
-        self._rows = KeyedRows(np.array([0, 0, 0, 0, 0, 0, 0, -math.inf, -math.inf, 0, -1], dtype=np.float64))
+        self._rows = KeyedRows([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -math.inf, -math.inf, 0.0, -1.0])
         self._dim: int | None = None
         self._suspects: dict[str, None] = {}  # tools last seen failing: what probes look at
-        self._provider_keys: dict[str, str] = {}  # provider -> its state key, made with its row
+        self._provider_rows: dict[str, int] = {}  # provider -> its state row (key PROVIDER_PREFIX + provider)
 
     @property
     def health_orders(self) -> bool:  # type: ignore[override]
@@ -215,45 +216,27 @@ class RatedPolicy(BasePolicy):
             raise ConfigError("invalid RatedPolicy setting(s): " + "; ".join(bad))
 
     # ---- ranking -----------------------------------------------------------------------------------
-    def _score(self, candidates: Candidates) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
-        """Scalar estimates in plain Python floats: with K = 10 and state for a few candidates, a loop
-        over Python floats is several times faster than a dozen NumPy calls on (K, fields) arrays."""
-        index = self._rows.index
-        now, ids = candidates.now, candidates.tool_ids
+    def _score(self, candidates: Candidates) -> tuple[list[float], dict[str, Any], list[bool]]:
+        """Scalar estimates in plain Python floats, returned as lists (``BasePolicy`` makes the ``Ranking``'s
+        arrays of them, the retriever its hits, with no NumPy round trip): with K = 10 and state for a few
+        candidates, a loop over Python floats is several times faster than a dozen NumPy calls on (K,
+        fields) arrays. Candidates without tool nor provider state keep the fresh estimate; only the
+        others are computed."""
+        now, ids, providers = candidates.now, candidates.tool_ids, candidates.providers
         k = len(ids)
-        rows = prows = [0] * k  # 0: no state (the pristine row)
-        if index:
-            # maps over C callables, no Python frame per candidate; a provider's state key comes from the
-            # keys made when its row was (the same objects each time, so their hashes are cached)
-            get, providers = index.get, candidates.providers
-            rows = list(map(get, ids, repeat(0, k)))
-            prows = list(map(get, map(self._provider_keys.get, providers), repeat(0, k)))
-            if any(prows):  # a tool without a provider is its own provider: no shared row
-                prows = [0 if p == t else r for t, p, r in zip(ids, providers, prows, strict=True)]
-        stateful = any(rows) or any(prows)  # else every candidate keeps the fresh estimate below
-        if stateful:  # the fields the loop reads, as plain floats (one row per tool, then per provider)
-            table = self._rows.scalars.take(rows + prows, axis=0)[:, : BLOCKED + 1].tolist()
         prior = candidates.prior
         n0, up0, pw, inv_hl = self.prior_strength, self._up0, self.provider_weight, self._inv_hl
         m0 = (1.0 - self.prior_weight * (1.0 - prior)).tolist() if self.prior_weight else [1.0] * k
         x = candidates.context
         contextual = self._dim is not None and self.contextual and x is not None and x.shape[0] == self._dim
-        if contextual:
-            fresh = float(np.dot(x, x)) / self.ridge
-            live = [i for i in range(k) if rows[i]]
-            corr, quad = [0.0] * k, [fresh] * k
-            if live:
-                xx = x * x
-                vec = self._rows.vectors.take([rows[i] for i in live], axis=0)  # theta, then 1 / A
-                d = self._dim
-                for i, c, q in zip(live, (vec[:, :d] @ x).tolist(), (vec[:, d:] @ xx).tolist(), strict=True):
-                    corr[i], quad[i] = c, q
-        # candidates without tool nor provider state keep the fresh estimate; only the others are computed
         alpha = self.alpha
-        fresh_bonus = alpha * math.sqrt(fresh) if contextual else alpha / math.sqrt(n0)
-        fresh_avail = up0 * up0
+        if contextual:
+            fresh = float(x.dot(x)) / self.ridge  # x.dot: np.dot's product, without its dispatch
+            fresh_bonus = alpha * math.sqrt(fresh)
+        else:
+            fresh_bonus = alpha / math.sqrt(n0)
         rel_out = list(m0)
-        avail_out = [fresh_avail] * k
+        avail_out = [up0 * up0] * k
         bandit_out = (
             [min(m + fresh_bonus, 1.0) for m in m0]
             if self.prior_weight
@@ -266,63 +249,87 @@ class RatedPolicy(BasePolicy):
                 if self.prior_weight
                 else [util * math.log(max(bandit_out[0], _FLOOR))] * k
             )
-        # Hot loop: conditional expressions instead of min()/max() calls (about 2x faster per candidate,
-        # same values: 2 ** (min(d, 0) * r) is 1.0 for d >= 0); d = age of a timestamp, <= 0 normally.
-        norm = self._avail_norm
-        for i in range(k if stateful else 0):
-            if not (rows[i] or prows[i]):
-                continue
-            tf, to, s, f, beta, rate, _, blocked = table[i]
-            d = tf - now
-            fade = 2.0 ** (d * inv_hl) if d < 0.0 else 1.0
-            d = to - now
-            up = up0 - beta * (2.0 ** (d * rate) if d < 0.0 else 1.0)
-            if prows[i]:
-                ptf, pto, ps, pf, pbeta, prate, _, _ = table[k + i]
-                d = ptf - now
-                pfade = 2.0 ** (d * inv_hl) if d < 0.0 else 1.0
-                s, f = s * fade + pw * ps * pfade, f * fade + pw * pf * pfade
-                d = pto - now
-                avail = up * (up0 - pbeta * (2.0 ** (d * prate) if d < 0.0 else 1.0))
-            else:
-                s, f = s * fade, f * fade
-                avail = up * up0
-            total = s + f
-            rel = (s + n0 * m0[i]) / (total + n0)
-            if blocked > now:
-                avail = 0.0
+        index = self._rows.index
+        stateful: Sequence[int] = ()
+        if index:  # maps over C callables, no Python frame per candidate; 0: no state (the pristine row)
+            rows = list(map(index.get, ids, repeat(0, k)))
+            prows = list(map(self._provider_rows.get, providers, repeat(0, k)))
+            stateful = list(compress(range(k), map(or_, rows, prows)))
+        if stateful:
             if contextual:
-                rel += corr[i] * fade
-                rel = 0.0 if rel < 0.0 else (1.0 if rel > 1.0 else rel)
-                q = (quad[i] - fresh) * fade + fresh
-                bonus = alpha * math.sqrt(q if q > 0.0 else 0.0)
-            else:
-                bonus = alpha / math.sqrt(n0 + total)
-            rel_out[i], avail_out[i] = rel, avail
-            b = rel * avail * norm + bonus
-            bandit_out[i] = b = 1.0 if b > 1.0 else b
-            if util:
-                util_out[i] = util * math.log(b if b > _FLOOR else _FLOOR)
-        bandit, avail_arr = np.array(bandit_out), np.array(avail_out)
+                live = [i for i in stateful if rows[i]]
+                corr, quad = [0.0] * k, [fresh] * k
+                if live:
+                    vec = self._rows.vectors.take([rows[i] for i in live], axis=0)  # theta, then 1 / A
+                    d = self._dim
+                    cq = zip(live, (vec[:, :d] @ x).tolist(), (vec[:, d:] @ (x * x)).tolist(), strict=True)
+                    for i, c, q in cq:
+                        corr[i], quad[i] = c, q
+            table, norm = self._rows.scalars, self._avail_norm
+            # Hot loop: conditional expressions instead of min()/max() calls (about 2x faster per candidate,
+            # same values: 2 ** (min(d, 0) * r) is 1.0 for d >= 0); d = age of a timestamp, <= 0 normally.
+            for i in stateful:
+                r, pr = rows[i], prows[i]
+                if pr and providers[i] == ids[i]:  # a tool without a provider is its own: no shared row
+                    if not r:
+                        continue
+                    pr = 0
+                tf, to, s, f, beta, rate, _, blocked, _, _, _ = table[r]
+                d = tf - now
+                fade = 2.0 ** (d * inv_hl) if d < 0.0 else 1.0
+                d = to - now
+                up = up0 - beta * (2.0 ** (d * rate) if d < 0.0 else 1.0)
+                if pr:
+                    ptf, pto, ps, pf, pbeta, prate, _, _, _, _, _ = table[pr]
+                    d = ptf - now
+                    pfade = 2.0 ** (d * inv_hl) if d < 0.0 else 1.0
+                    s, f = s * fade + pw * ps * pfade, f * fade + pw * pf * pfade
+                    d = pto - now
+                    avail = up * (up0 - pbeta * (2.0 ** (d * prate) if d < 0.0 else 1.0))
+                else:
+                    s, f = s * fade, f * fade
+                    avail = up * up0
+                total = s + f
+                rel = (s + n0 * m0[i]) / (total + n0)
+                if blocked > now:
+                    avail = 0.0
+                if contextual:
+                    rel += corr[i] * fade
+                    rel = 0.0 if rel < 0.0 else (1.0 if rel > 1.0 else rel)
+                    q = (quad[i] - fresh) * fade + fresh
+                    bonus = alpha * math.sqrt(q if q > 0.0 else 0.0)
+                else:
+                    bonus = alpha / math.sqrt(n0 + total)
+                rel_out[i], avail_out[i] = rel, avail
+                b = rel * avail * norm + bonus
+                bandit_out[i] = b = 1.0 if b > 1.0 else b
+                if util:
+                    util_out[i] = util * math.log(b if b > _FLOOR else _FLOOR)
+        # the fusion in Python floats, the float32 products first as NumPy makes them (w * float32 array is
+        # float32), so that the scores are those of the array expression, bit for bit
         if util:  # expected utility replaces the soft term and the gate
-            scores = self.w1 * candidates.semantic + self.w3 * prior + np.array(util_out)
+            base = (self.w1 * candidates.semantic + self.w3 * prior).tolist()
+            scores = [a + u for a, u in zip(base, util_out, strict=True)]
         else:
-            scores = self.w1 * candidates.semantic + self.w2 * bandit + self.w3 * prior
+            w2 = self.w2
+            sem_part, prior_part = (self.w1 * candidates.semantic).tolist(), (self.w3 * prior).tolist()
+            scores = [a + w2 * b + c for a, b, c in zip(sem_part, bandit_out, prior_part, strict=True)]
         components = {
             "semantic": candidates.semantic,
-            "bandit": bandit,
+            "bandit": bandit_out,
             "prior": prior,
-            "reliability": np.array(rel_out),
-            "availability": avail_arr,
+            "reliability": rel_out,
+            "availability": avail_out,
         }
-        return scores, components, avail_arr >= self.gate
+        gate = self.gate
+        return scores, components, [a >= gate for a in avail_out]
 
     def _provider_row(self, provider: str) -> int:
-        """The state row of ``provider`` (allocated on first use), remembering its key for ``_score``."""
-        key = self._provider_keys.get(provider)
-        if key is None:
-            key = self._provider_keys[provider] = PROVIDER_PREFIX + provider
-        return self._rows.row(key)
+        """The state row of ``provider`` (allocated on first use), remembered by name for ``_score``."""
+        r = self._provider_rows.get(provider)
+        if r is None:
+            r = self._provider_rows[provider] = self._rows.row(PROVIDER_PREFIX + provider)
+        return r
 
     # ---- learning ----------------------------------------------------------------------------------
     def state_keys(self, feedback: Feedback) -> list[str]:
@@ -339,11 +346,11 @@ class RatedPolicy(BasePolicy):
         x = self._context(feedback)
         rows = self._rows
         r = rows.row(tool)
-        sc = rows.scalars[r].tolist()
+        sc = rows.scalars[r][:]  # a copy, written back whole
         sc[T_SEEN] = max(sc[T_SEEN], now)
         if kind is OutcomeKind.RATE_LIMITED and outcome.retry_after is not None and self.respect_retry_after:
             sc[BLOCKED] = max(sc[BLOCKED], now + outcome.retry_after)  # respected, not held against it
-            rows.scalars[r] = sc
+            rows.write(r, sc)
             self._suspects[tool] = None
             return
         fade = self._fade_row(sc, now)
@@ -363,7 +370,7 @@ class RatedPolicy(BasePolicy):
         g = self.gamma
         sc[S] = g * sc[S] + weight * y
         sc[F] = g * sc[F] + weight * (1.0 - y)
-        rows.scalars[r] = sc
+        rows.write(r, sc)
         if vec is not None:
             self._update_context(vec, x, fade * g, weight, weight * (y - mean))
         if outcome.is_success:
@@ -372,7 +379,7 @@ class RatedPolicy(BasePolicy):
             self._suspects[tool] = None
         if feedback.provider and feedback.provider != tool:
             pr = self._provider_row(feedback.provider)
-            psc = rows.scalars[pr].tolist()
+            psc = rows.scalars[pr][:]
             psc[T_SEEN] = max(psc[T_SEEN], now)
             self._fade_row(psc, now)
             tool_code = float(zlib.crc32(tool.encode()))
@@ -381,7 +388,7 @@ class RatedPolicy(BasePolicy):
             psc[LAST_TOOL] = -1.0 if outcome.is_success else tool_code
             psc[S] = g * psc[S] + weight * y
             psc[F] = g * psc[F] + weight * (1.0 - y)
-            rows.scalars[pr] = psc
+            rows.write(pr, psc)
 
     def _update_context(self, vec: np.ndarray, x: np.ndarray, decay: float, wx2: float, wres: float) -> None:
         """Diagonal ridge update in place: ``A' = decay*A + wx2*x*x``, ``b' = decay*b + wres*x`` with ``A``
@@ -451,7 +458,7 @@ class RatedPolicy(BasePolicy):
         if budget <= 0 or not self._suspects:
             return []
         keys = list(self._suspects)
-        sc = self._rows.scalars.take([self._rows.index[k] for k in keys], axis=0)
+        sc = np.array([self._rows.scalars[self._rows.index[k]] for k in keys], dtype=np.float64)
         belief = self.down_prior + sc[:, BETA] * np.exp2(-np.maximum(now - sc[:, T_OBS], 0.0) * sc[:, RATE])
         blocked = sc[:, BLOCKED] > now
         suspect = (belief > 2.0 * self.down_prior) | blocked
@@ -469,7 +476,7 @@ class RatedPolicy(BasePolicy):
         r = self._rows.index.get(key)
         if r is None:
             return None
-        state = {"scalars": self._rows.scalars[r].copy()}
+        state = {"scalars": np.array(self._rows.scalars[r], dtype=np.float64)}
         if self._dim is not None and not key.startswith(PROVIDER_PREFIX):
             vec = self._rows.vectors[r]
             state["theta"] = vec[: self._dim].copy()
@@ -480,6 +487,8 @@ class RatedPolicy(BasePolicy):
         if state is None:
             self._rows.drop(key)
             self._suspects.pop(key, None)
+            if key.startswith(PROVIDER_PREFIX):
+                self._provider_rows.pop(key[len(PROVIDER_PREFIX) :], None)
             return
         scalars = np.asarray(state["scalars"], dtype=np.float64).ravel()
         if scalars.shape != (len(FIELDS),):
@@ -495,7 +504,7 @@ class RatedPolicy(BasePolicy):
             r = self._provider_row(key[len(PROVIDER_PREFIX) :])
         else:
             r = self._rows.row(key)
-        self._rows.scalars[r] = scalars
+        self._rows.write(r, scalars.tolist())
         if theta is not None:
             self._rows.vectors[r, : self._dim] = theta
             self._rows.vectors[r, self._dim :] = inv_a
