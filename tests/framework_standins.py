@@ -7,8 +7,10 @@ from the wheels (``pip download --no-deps llama-index-core crewai``):
 - llama-index-core 0.14.25, ``llama_index/core/tools/types.py``: ``ToolMetadata`` (a dataclass:
   ``description``, ``name``, ``fn_schema`` defaulting to ``DefaultToolFnSchema``, ``get_parameters_dict``
   keeping only type/properties/required/definitions/$defs, the ``input`` schema when ``fn_schema`` is None),
-  ``ToolOutput`` (``is_error``, ``exception``); ``function_tool.py``: ``FunctionTool`` (``metadata``
-  property, ``call(*args, **kwargs)`` calling the function unchecked, ``acall``).
+  ``ToolOutput`` (``is_error``, ``exception``); ``function_tool.py``: ``FunctionTool`` (``metadata``,
+  ``fn`` and ``real_fn`` properties, ``partial_params`` (left out of ``fn_schema``, passed first),
+  ``requires_context`` / ``ctx_param_name`` (a ``Context`` parameter, left out of ``fn_schema``; ``call``
+  raises ``ValueError`` without it), ``call(*args, **kwargs)`` calling the function unchecked, ``acall``).
 - crewai 1.15.30, ``crewai/tools/base_tool.py``: ``BaseTool`` (a pydantic model: ``name``,
   ``description``, ``args_schema``; ``run(*args, **kwargs)`` validates keyword arguments with
   ``args_schema`` and raises ``ValueError(...) from`` the ``ValidationError``, then calls ``_run``;
@@ -76,38 +78,77 @@ class ToolOutput(BaseModel):
         return self._exception
 
 
-class FunctionTool:
-    """``FunctionTool(fn, metadata)``; ``call`` passes the arguments to ``fn`` unchecked, as the real one."""
+class Context:
+    """A workflow ``Context`` (``llama_index.core.workflow``): a tool taking one needs it passed in."""
 
-    def __init__(self, fn: Any, metadata: ToolMetadata, async_fn: Any = None) -> None:
+
+class FunctionTool:
+    """``FunctionTool(fn, metadata)``; ``call`` passes the arguments to ``fn`` unchecked, as the real one,
+    with its ``partial_params`` first; a function taking a ``Context`` requires one."""
+
+    def __init__(
+        self,
+        fn: Any,
+        metadata: ToolMetadata,
+        async_fn: Any = None,
+        partial_params: dict[str, Any] | None = None,
+    ) -> None:
+        import inspect
+
         self._fn = fn
+        self._real_fn = fn
         self._async_fn = async_fn
         self._metadata = metadata
+        self.partial_params = partial_params or {}
+        params = inspect.signature(fn, eval_str=True).parameters.values()
+        self.requires_context = any(p.annotation is Context for p in params)
+        self.ctx_param_name = next((p.name for p in params if p.annotation is Context), None)
 
     @classmethod
-    def from_defaults(cls, fn: Any, name: str | None = None, description: str | None = None) -> FunctionTool:
+    def from_defaults(
+        cls,
+        fn: Any,
+        name: str | None = None,
+        description: str | None = None,
+        partial_params: dict[str, Any] | None = None,
+    ) -> FunctionTool:
         import inspect
 
         name = name or fn.__name__
-        sig = inspect.signature(fn)
+        sig = inspect.signature(fn, eval_str=True)
+        left_out = {*(partial_params or {})}
         fields = {
             p.name: (p.annotation, ... if p.default is p.empty else p.default)
             for p in sig.parameters.values()
+            if p.name not in left_out and p.annotation is not Context
         }
         if description is None:  # as the real from_defaults writes it
             description = f"{name}{sig}\n{fn.__doc__ or ''}".strip()
         return cls(
-            fn, ToolMetadata(description=description, name=name, fn_schema=create_model(name, **fields))
+            fn,
+            ToolMetadata(description=description, name=name, fn_schema=create_model(name, **fields)),
+            partial_params=partial_params,
         )
 
     @property
     def metadata(self) -> ToolMetadata:
         return self._metadata
 
+    @property
+    def fn(self) -> Any:
+        return self._fn
+
+    @property
+    def real_fn(self) -> Any:
+        return self._real_fn
+
     def __call__(self, *args: Any, **kwargs: Any) -> ToolOutput:
         return self.call(*args, **kwargs)
 
     def call(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        kwargs = {**self.partial_params, **kwargs}
+        if self.requires_context and self.ctx_param_name not in kwargs:
+            raise ValueError("Context is required for this tool")
         raw_output = self._fn(*args, **kwargs)
         if isinstance(raw_output, ToolOutput):
             return raw_output
@@ -119,6 +160,9 @@ class FunctionTool:
         )
 
     async def acall(self, *args: Any, **kwargs: Any) -> ToolOutput:
+        kwargs = {**self.partial_params, **kwargs}
+        if self.requires_context and self.ctx_param_name not in kwargs:
+            raise ValueError("Context is required for this tool")
         if self._async_fn is not None:
             raw_output = await self._async_fn(*args, **kwargs)
         else:  # sync_to_async: the real one runs fn in an executor

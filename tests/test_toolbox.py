@@ -6,11 +6,16 @@ learned kept, tools no object is never selected)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import datetime
+import enum
+import functools
 import json
 import threading
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
 from rated import Tool
 from rated.catalog.text import tool_text
@@ -167,6 +172,125 @@ def test_json_arguments_from_a_model_and_none_for_no_arguments(box):
         assert [o.outcome for o in other.retriever.outcomes("ping")] == ["success"]
 
 
+class Priority(enum.Enum):
+    LOW = "low"
+    HIGH = "high"
+
+
+@dataclasses.dataclass
+class Slot:
+    start: datetime.datetime
+    minutes: int = 30
+
+
+class Person(BaseModel):
+    name: str
+    email: str
+
+
+def book_meeting(
+    slot: Slot, attendees: list[Person], priority: Priority = Priority.LOW, day: datetime.date | None = None
+) -> str:
+    """Book a meeting."""
+    CALLS.append(("book_meeting", {}))
+    names = [a.name for a in attendees]
+    return f"{slot.start:%H:%M} for {slot.minutes} min with {names}, {priority.value}, {day}"
+
+
+def test_json_arguments_reach_the_function_as_its_parameters_types(clock):
+    arguments = {
+        "slot": {"start": "2026-12-01T09:30:00"},
+        "attendees": [{"name": "Ada", "email": "ada@example.com"}],
+        "priority": "high",
+        "day": "2026-12-01",
+    }
+    with Toolbox([book_meeting], encoder=HashEncoder(64), clock=clock) as box:
+        expected = "09:30 for 30 min with ['Ada'], high, 2026-12-01"
+        assert box.run("book_meeting", json.dumps(arguments)) == expected
+        native = {"slot": Slot(datetime.datetime(2026, 12, 1, 9, 30)), "attendees": []}  # objects: as given
+        assert box.run("book_meeting", native) == "09:30 for 30 min with [], low, None"
+        assert log(box, "book_meeting") == [("success", None), ("success", None)]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"slot": {"start": "soon"}, "attendees": []},
+        {"slot": {"start": "2026-12-01T09:30:00"}, "attendees": [], "priority": "urgent"},
+        {"slot": {"start": "2026-12-01T09:30:00"}, "attendees": [{"name": "Ada"}]},
+    ],
+    ids=["not-a-datetime", "not-an-enum-value", "model-field-missing"],
+)
+def test_values_that_do_not_fit_their_types_are_a_caller_error_and_the_tool_never_runs(clock, arguments):
+    with Toolbox([book_meeting], encoder=HashEncoder(64), clock=clock) as box:
+        with pytest.raises(ValueError, match="arguments for tool 'book_meeting' do not fit its parameters"):
+            box.run("book_meeting", arguments)
+        assert CALLS == []
+        assert log(box, "book_meeting") == [("caller_error", None)]
+        assert box.retriever.health("book_meeting").healthy
+
+
+def traced(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):  # a plain function returning fn's coroutine
+        return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@traced
+async def fetch_quote(symbol: str) -> float:
+    """Latest price of a stock."""
+    CALLS.append(("fetch_quote", {"symbol": symbol}))
+    return 42.0
+
+
+def test_a_wrapped_coroutine_function_is_awaited_by_arun_and_refused_by_run(clock):
+    with Toolbox([fetch_quote], encoder=HashEncoder(64), clock=clock) as box:
+        with pytest.raises(ConfigError, match="'fetch_quote' is a coroutine function: use Toolbox.arun"):
+            box.run("fetch_quote", {"symbol": "ACME"})
+        assert CALLS == [] and box.retriever.outcomes(None) == []
+        assert asyncio.run(box.arun("fetch_quote", {"symbol": "ACME"})) == 42.0
+        assert log(box, "fetch_quote") == [("success", None)]
+
+
+def test_empty_argument_text_is_no_arguments(clock):
+    def ping() -> str:
+        """Check the service answers."""
+        return "pong"
+
+    with Toolbox([ping], encoder=HashEncoder(64), clock=clock) as box:
+        assert box.run("ping", "") == "pong"  # what some APIs send for a function without parameters
+        assert box.run("ping", b" ") == "pong"
+        assert [o.outcome for o in box.retriever.outcomes("ping")] == ["success", "success"]
+
+
+def test_threads_calling_one_toolbox_report_each_call_once(clock):
+    def flaky(n: int) -> int:
+        """Fail on odd numbers."""
+        if n % 2:
+            raise TimeoutError(n)
+        return n
+
+    with Toolbox([flaky, get_weather], encoder=HashEncoder(64), clock=clock) as box:
+
+        def work(start: int) -> None:
+            for n in range(start, start + 20):
+                try:
+                    box.run("flaky", {"n": n}, query=QUERY)
+                except TimeoutError:
+                    pass
+                box.select(QUERY, k=1)
+
+        threads = [threading.Thread(target=work, args=(i * 20,)) for i in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        stats = box.retriever.health("flaky").stats
+        assert (stats.successes, stats.failures) == (60, 60)
+
+
 def test_unknown_ids_and_tools_without_a_callable_fail_before_anything_runs(box):
     with pytest.raises(UnknownToolError, match="unknown tool id: 'nope'"):
         box.run("nope", {})
@@ -296,6 +420,35 @@ def test_tools_another_process_indexes_are_never_selected(tmp_path, clock):
         assert [s.id for s in box.select(QUERY, k=1, where={"exclude": ["send_email"]})] == ["get_weather"]
         with pytest.raises(UnknownToolError):
             box.run("forecast", {})
+
+
+def test_an_index_holding_other_tools_is_searched_among_this_toolboxs_only(tmp_path, clock, monkeypatch):
+    db = tmp_path / "tools.db"
+    others = [Tool(id=f"forecast_{i}", name=f"forecast_{i}", description=QUERY) for i in range(30)]
+    Retriever.from_catalog(others, db, HashEncoder(64)).close()  # 30 tools that match better, none ours
+    with Toolbox([get_weather, send_email, daily_forecast], db, encoder=HashEncoder(64), clock=clock) as box:
+        filters = []
+        retrieve = box.retriever.retrieve
+
+        def spy(query, k=5, *, where=None):
+            filters.append(where)
+            return retrieve(query, k, where=where)
+
+        monkeypatch.setattr(box.retriever, "retrieve", spy)
+        for _ in range(2):
+            assert {s.id for s in box.select(QUERY, k=3)} == {"get_weather", "send_email", "daily_forecast"}
+        # one search per select, among the toolbox's tools: one filter object, which the retriever caches
+        assert len(filters) == 2 and filters[0] is filters[1]
+        assert filters[0].tools == {"get_weather", "send_email", "daily_forecast"}
+        selected = box.select(QUERY, k=3, where={"exclude": ["send_email"]})
+        assert [s.id for s in selected] == ["get_weather", "daily_forecast"]
+        assert (filters[-1].tools, filters[-1].exclude) == (filters[0].tools, {"send_email"})
+        with pytest.raises(UnknownToolError, match="filter 'tools': unknown tool id: 'forecast_1'"):
+            box.select(QUERY, where={"tools": ["get_weather", "forecast_1"]})  # not one of this toolbox's
+        assert [s.id for s in box.select(QUERY, k=3, where={"tools": ["send_email"]})] == ["send_email"]
+        with Retriever.open(db) as other:  # another process removes one of this toolbox's tools
+            other.remove_tools(["daily_forecast"])
+        assert {s.id for s in box.select(QUERY, k=3)} == {"get_weather", "send_email"}
 
 
 def test_opening_with_other_build_options_is_refused(tmp_path):

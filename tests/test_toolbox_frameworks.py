@@ -5,12 +5,14 @@ their attributes (``framework_standins``), an MCP ``Tool`` (no callable: refused
 from __future__ import annotations
 
 import asyncio
+from typing import Annotated
 
 import httpx
 import pytest
 from pydantic import BaseModel, Field
 
 from framework_standins import (
+    Context,
     CrewBaseTool,
     FunctionTool,
     ToolFailure,
@@ -20,6 +22,11 @@ from framework_standins import (
 from rated.encode.testing import HashEncoder
 from rated.errors import ConfigError
 from rated.toolbox import Toolbox
+
+try:  # at module level: the annotations here are strings, resolved in the module's namespace
+    from langchain_core.tools import InjectedToolCallId
+except ImportError:  # the LangChain tests skip
+    InjectedToolCallId = None
 
 CALLS: list[str] = []
 
@@ -125,6 +132,102 @@ def test_langchain_async(langchain_box):
     assert log(box, "news_search") == ["success"]
 
 
+def test_langchain_errors_the_tool_answers_as_text_are_reported():
+    lc = pytest.importorskip("langchain_core.tools")
+
+    def _quote(ticker: str) -> str:
+        CALLS.append(ticker)
+        if ticker == "BAD":
+            raise lc.ToolException("unknown ticker")
+        if ticker == "LIMIT":
+            raise lc.ToolException("try again later") from http_error(429)
+        return "1.0"
+
+    quote = lc.StructuredTool.from_function(
+        _quote,
+        name="quote",
+        description="Latest stock price",
+        handle_tool_error=True,
+        handle_validation_error="check the arguments",
+    )
+    polite = lc.StructuredTool.from_function(
+        _quote, name="polite", description="Stock price, politely", handle_tool_error=lambda e: f"sorry: {e}"
+    )
+    with Toolbox([quote, polite], encoder=HashEncoder(64)) as box:
+        assert box.run("quote", {"ticker": "ACME"}) == "1.0"
+        assert box.run("quote", {"ticker": "BAD"}) == "unknown ticker"  # LangChain's text, as invoke gives it
+        assert box.run("quote", {"ticker": "LIMIT"}) == "try again later"
+        assert box.run("quote", {"symbol": "ACME"}) == "check the arguments"
+        assert asyncio.run(box.arun("quote", {"ticker": "BAD"})) == "unknown ticker"
+        assert box.run("polite", {"ticker": "BAD"}) == "sorry: unknown ticker"
+        assert log(box, "quote") == ["success", "tool_error", "rate_limited", "caller_error", "tool_error"]
+        assert log(box, "polite") == ["tool_error"]
+    assert CALLS == ["ACME", "BAD", "LIMIT", "BAD", "BAD"]
+    assert quote.handle_tool_error is True and quote.handle_validation_error == "check the arguments"
+    assert quote.invoke({"ticker": "BAD"}) == "unknown ticker"  # the tool itself is left as it was
+
+
+def test_langchain_tools_that_check_no_arguments_get_them_checked():
+    lc = pytest.importorskip("langchain_core.tools")
+
+    def define(word: str) -> str:
+        CALLS.append(word)
+        return f"{word}: a word"
+
+    legacy = lc.Tool(name="define", func=define, description="Define a word")  # one string, any name
+
+    class Plain(lc.BaseTool):  # no args_schema: LangChain passes the arguments to _run unchecked
+        name: str = "plain"
+        description: str = "Plain search"
+
+        def _run(self, query: str, limit: int = 3) -> str:
+            CALLS.append(query)
+            return query
+
+    by_schema = lc.StructuredTool(
+        name="double",
+        description="Double a number",
+        args_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        func=lambda n: CALLS.append(str(n)) or 2 * n,
+    )
+    with Toolbox([legacy, Plain(), by_schema], encoder=HashEncoder(64)) as box:
+        assert box.run("define", {"__arg1": "cat"}) == "cat: a word"
+        assert box.run("define", {"word": "dog"}) == "dog: a word"
+        assert box.run("plain", {"query": "x"}) == "x"
+        assert box.run("double", {"n": 2}) == 4
+        CALLS.clear()
+        for tool_id, arguments in [
+            ("define", {}),
+            ("define", {"word": "cat", "lang": "en"}),
+            ("plain", {"query": "x", "page": 2}),
+            ("plain", {"limit": 2}),
+            ("double", {"m": 2}),
+        ]:
+            with pytest.raises(TypeError, match=f"arguments for tool '{tool_id}' do not fit it"):
+                box.run(tool_id, arguments)
+        assert CALLS == []
+        assert log(box, "define") == ["success", "success", "caller_error", "caller_error"]
+        assert log(box, "plain") == ["success", "caller_error", "caller_error"]
+        assert log(box, "double") == ["success", "caller_error"]
+
+
+def test_a_langchain_tool_that_needs_the_model_s_tool_call_id_is_refused():
+    lc = pytest.importorskip("langchain_core.tools")
+
+    @lc.tool
+    def answer(text: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> str:
+        """Answer the user."""
+        CALLS.append(text)
+        return text
+
+    with Toolbox([answer], encoder=HashEncoder(64)) as box:
+        with pytest.raises(ConfigError, match="'answer' takes the model's tool call id"):
+            box.run("answer", {"text": "hi"})
+        with pytest.raises(ConfigError, match="'answer' takes the model's tool call id"):
+            asyncio.run(box.arun("answer", {"text": "hi"}))
+        assert CALLS == [] and box.retriever.outcomes(None) == []
+
+
 # ----------------------------------------------------------------------------------------- LlamaIndex
 def multiply(a: int, b: int = 2) -> int:
     """Multiply two integers."""
@@ -168,6 +271,40 @@ def test_llamaindex_arguments_are_checked_before_the_call(llama_box):
             box.run("multiply", arguments)
     assert CALLS == []  # FunctionTool.call would have called multiply() and failed inside it
     assert log(box, "multiply") == ["caller_error", "caller_error"]
+
+
+def test_llamaindex_unknown_arguments_are_a_caller_error(llama_box):
+    with pytest.raises(TypeError, match="arguments for tool 'multiply' do not fit it: unexpected 'c'"):
+        llama_box.run("multiply", {"a": 3, "c": 1})  # fn_schema ignores c: multiply() would raise inside
+    assert CALLS == []
+    assert log(llama_box, "multiply") == ["caller_error"]
+
+
+def test_llamaindex_partial_params_and_context():
+    def search(query: str, api_key: str) -> str:
+        """Search with an API key."""
+        CALLS.append(api_key)
+        return query
+
+    def remember(fact: str, ctx: Context) -> str:
+        """Remember a fact in the workflow's context."""
+        return fact
+
+    with Toolbox(
+        [
+            FunctionTool.from_defaults(search, partial_params={"api_key": "secret"}),
+            FunctionTool.from_defaults(remember),
+        ],
+        encoder=HashEncoder(64),
+    ) as box:
+        assert list(box.retriever.tool("search").parameters["properties"]) == ["query"]
+        assert box.run("search", {"query": "rated"}).raw_output == "rated"
+        assert CALLS == ["secret"] and log(box, "search") == ["success"]
+        with pytest.raises(
+            ConfigError, match="'remember' is a LlamaIndex tool that takes a workflow Context"
+        ):
+            box.run("remember", {"fact": "x"})
+        assert log(box, "remember") == []
 
 
 def test_llamaindex_async(llama_box):

@@ -8,16 +8,36 @@ for a query with their objects, and ``run`` calls one the way its framework does
 outcome through ``Retriever.track``: success when it returns, the classified exception when it raises
 (``rated.classify``; arguments that do not fit are the caller's error, and the tool does not run).
 
-How each kind is called: a function ``fn(**arguments)``; a LangChain tool ``invoke(arguments)``
-(``ainvoke``); a LlamaIndex tool ``call(**arguments)`` (``acall``), after checking the arguments
-against its ``fn_schema``, which LlamaIndex itself does not, and a ``ToolOutput`` with ``is_error``
-set reports its exception's outcome; a CrewAI tool ``run(**arguments)`` (``arun`` runs it in a worker
-thread), whose ``ToolFailure`` results report a failure. ``arun`` awaits coroutine functions and runs
-other functions in a worker thread. An MCP tool or a definition has no callable here: call it through
-your client inside ``toolbox.retriever.track(tool_id, query)``.
+How each kind is called, and what the toolbox checks first where the framework does not (a caller
+error, reported before the tool runs):
 
-The arguments may be the JSON text a model wrote (``call.function.arguments``): text that is not a JSON
-object is a caller error, reported before anything runs.
+- a function: ``fn(**arguments)``, each argument converted to its parameter's annotation as pydantic
+  validates a model field (ISO text to a ``datetime``, a value to its enum member, an object to the
+  model or dataclass named), so that the function gets what its schema promised; a value that does not
+  fit, or names that do not bind, are a caller error. ``arun`` awaits coroutine functions (also one
+  behind a ``functools.wraps`` wrapper) and runs other functions in a worker thread.
+- a LangChain tool: ``invoke(arguments)`` (``ainvoke``), which validates them against a pydantic
+  ``args_schema``; without one (a dict schema, none), missing and unknown names are checked here, and a
+  single-input ``Tool`` takes exactly one argument. A tool that answers errors as text
+  (``handle_tool_error`` / ``handle_validation_error``) returns that text as LangChain does, and the call
+  is reported as what it was: the ``ToolException``'s outcome (``tool_error``, or its cause's), or a
+  caller error; for this the call runs on a copy of the tool (``model_copy``) whose handlers note it, so
+  an attribute the tool rebinds on itself while running is lost. What ``invoke`` returns is the result:
+  the content alone for ``response_format="content_and_artifact"`` (invoke the tool with a tool call
+  inside ``track`` for the artifact). Arguments LangChain injects (``InjectedToolArg``) are the caller's
+  to add to ``arguments``; a tool that takes the model's tool call id (``InjectedToolCallId``) is refused
+  (it runs only with the whole tool call).
+- a LlamaIndex tool: ``call(**arguments)`` (``acall``), after validating them against its ``fn_schema``
+  and checking their names against its function (with its ``partial_params``), which LlamaIndex does
+  not; a ``ToolOutput`` with ``is_error`` set reports its exception's outcome. A tool taking a workflow
+  ``Context`` is refused.
+- a CrewAI tool: ``run(**arguments)`` (``arun`` runs it in a worker thread), whose ``ToolFailure``
+  results report a failure (a spent usage limit or invalid input as a caller error).
+- an MCP tool or a definition has no callable here: call it through your client inside
+  ``toolbox.retriever.track(tool_id, query)``.
+
+The arguments may be the JSON text a model wrote (``call.function.arguments``; empty text is none): text
+that is not a JSON object is a caller error, reported before anything runs.
 
 >>> from rated.encode.testing import HashEncoder
 >>> def get_weather(city: str) -> str:
@@ -40,19 +60,23 @@ import asyncio
 import dataclasses
 import inspect
 import json
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Self
 
+from pydantic import ValidationError
+
 from rated import retriever_setup as setup
 from rated.catalog.export import ExportFormat, ToolDefinitions, tool_definitions
-from rated.catalog.objects import ToolObject, read_objects
+from rated.catalog.objects import ToolObject, is_single_input_langchain_tool, read_objects
+from rated.catalog.signature import argument_parser
 from rated.classify import outcome_from_exception
 from rated.errors import ConfigError, UnknownToolError
 from rated.hits import Hit
-from rated.outcome import OutcomeKind
+from rated.outcome import Outcome, OutcomeKind
 from rated.retriever import Retriever, SyncReport
 from rated.shown import shown
 from rated.store.base import Store
@@ -75,6 +99,7 @@ _BUILD_OPTIONS = (
     "progress",
 )
 _NOT_CALLABLE = ("mcp", "definition")
+_FILTERS_KEPT = 16  # filters limited to a toolbox's tools, kept for reuse (one for each ``where``)
 # CrewAI's ToolFailure reasons that are no fault of the tool (crewai.tools.tool_failure.ToolFailureReason)
 _CREWAI_NOT_THE_TOOL = frozenset({"usage_limit", "unknown_tool", "invalid_input", "repeated_call"})
 
@@ -132,31 +157,45 @@ class Toolbox:
         retriever, synced = _index([r.tool for r in read], db, encoder, dict(config), prune)
         self._retriever = retriever
         self.synced: SyncReport | None = synced  # what opening ``db`` changed in it (None: built anew)
-        # indexed tools that no object here is (left by an earlier run, added by another process): found
-        # when they come up in a ranking, then excluded from it
-        self._foreign: frozenset[str] = frozenset()
-        self._plain_where: tuple[frozenset[str], ToolFilter] | None = None
+        # the index holds tools that no object here is (left by an earlier run, added by another process):
+        # searched among this toolbox's tools only, which the filters name (set again when one ranks)
+        self._only_own = len(retriever) > len(self._by_id)
+        self._indexed: frozenset[str] = frozenset(self._by_id)  # ours in the index (unless removed since)
+        self._filters: dict[ToolFilter | None, ToolFilter] = {}  # where -> it limited to ours
+        self._lock = threading.Lock()  # changes to the two above
+        self._parsers: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {}  # python: typed args
 
     # ---- retrieval ---------------------------------------------------------------------------------
     def select(
-        self, query: str, k: int = 5, where: ToolFilter | Mapping[str, Any] | None = None
+        self, query: str, k: int = 5, *, where: ToolFilter | Mapping[str, Any] | None = None
     ) -> list[Selected]:
-        """The best ``k`` tools of this toolbox for ``query`` (``Retriever.retrieve`` with ``where``),
-        each with its object."""
+        """The best ``k`` tools of this toolbox for ``query`` (``Retriever.retrieve`` with ``where``; a
+        ``tools`` key naming a tool this toolbox does not hold is an ``UnknownToolError``), each with its
+        object."""
+        parsed = ToolFilter.parse(where)
+        reread = 0
         while True:
-            foreign = self._foreign
-            hits = self._retriever.retrieve(query, k, where=self._where(where, foreign))
-            strays = [h.id for h in hits if h.id not in self._by_id]
-            if not strays:
+            own = self._own(parsed)
+            try:
+                hits = self._retriever.retrieve(query, k, where=own)
+            except UnknownToolError as exc:
+                if own is parsed or reread == 3 or not exc.where.startswith("filter 'tools'"):
+                    raise
+                reread += 1  # another process removed some of ours from the index: name those it holds
+                indexed = frozenset(h.tool.id for h in self._retriever.tools(stats=False))
+                with self._lock:
+                    self._indexed = indexed
+                    self._filters.clear()
+                continue
+            if all(h.id in self._by_id for h in hits):
                 return [Selected(h, self._by_id[h.id].obj, query, self) for h in hits]
-            # another process indexed tools that are not ours: exclude them, and rank again
-            self._foreign = foreign | frozenset(strays)
+            self._only_own = True  # another process indexed tools that are not ours: rank among ours only
 
     async def aselect(
-        self, query: str, k: int = 5, where: ToolFilter | Mapping[str, Any] | None = None
+        self, query: str, k: int = 5, *, where: ToolFilter | Mapping[str, Any] | None = None
     ) -> list[Selected]:
         """``select`` in a worker thread, so the encoder and the store never block the event loop."""
-        return await asyncio.to_thread(self.select, query, k, where)
+        return await asyncio.to_thread(partial(self.select, query, k, where=where))
 
     def definitions(
         self,
@@ -169,19 +208,34 @@ class Toolbox:
     ) -> ToolDefinitions:
         """The selected tools as definitions for a model API (``rated.tool_definitions``): pass
         ``.definitions`` as the request's tools, then ``run(defs.tool_id(call.name), call.arguments)``."""
-        hits = [s.hit for s in self.select(query, k, where)]
+        hits = [s.hit for s in self.select(query, k, where=where)]
         return tool_definitions(hits, format, max_description=max_description)
 
-    def _where(self, where: ToolFilter | Mapping[str, Any] | None, foreign: frozenset[str]) -> Any:
-        if not foreign:
+    def _own(self, where: ToolFilter | None) -> ToolFilter | None:
+        """``where``, limited to this toolbox's tools when the index holds others: one filter object for each
+        ``where`` (the retriever keeps the positions of the last filters it was given)."""
+        if not self._only_own:
             return where
-        parsed = ToolFilter.parse(where)
-        if parsed is not None:
-            return dataclasses.replace(parsed, exclude=parsed.exclude | foreign)
-        cached = self._plain_where
-        if cached is None or cached[0] is not foreign:  # one filter object: the retriever caches its answer
-            cached = self._plain_where = (foreign, ToolFilter(exclude=foreign))
-        return cached[1]
+        own = self._filters.get(where)
+        if own is None:
+            own = self._allowlist(where)
+            with self._lock:
+                if len(self._filters) >= _FILTERS_KEPT:
+                    del self._filters[next(iter(self._filters))]
+                self._filters[where] = own
+        return own
+
+    def _allowlist(self, where: ToolFilter | None) -> ToolFilter:
+        ours = frozenset(self._by_id) & self._indexed
+        if where is None:
+            return ToolFilter(tools=ours)
+        if where.tools is not None:
+            unknown = sorted(where.tools - frozenset(self._by_id))
+            if unknown:
+                more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+                raise UnknownToolError(unknown[0], f"filter 'tools'{more}")
+            ours &= where.tools
+        return dataclasses.replace(where, tools=ours)
 
     # ---- calls -------------------------------------------------------------------------------------
     def run(
@@ -190,24 +244,16 @@ class Toolbox:
         """Call the tool ``tool_id`` with ``arguments`` (a mapping, or the JSON text of one) the way its
         framework does, and report the outcome (``query``: what it was called for). Returns what the
         tool returned; an exception it raised propagates after it is reported."""
-        entry = self._callable(tool_id)
-        if entry.kind == "python" and _is_async(entry.obj):
-            raise ConfigError(f"tool {entry.tool.id!r} is a coroutine function: use Toolbox.arun")
-        if (
-            entry.kind == "langchain"
-            and _get(entry.obj, "func", ...) is None
-            and _get(entry.obj, "coroutine")
-        ):
-            raise ConfigError(f"tool {entry.tool.id!r} is a LangChain tool with only a coroutine: use arun")
+        entry = self._callable(tool_id, awaited=False)
+        obj, kind = entry.obj, entry.kind
         with self._retriever.track(entry.tool.id, query) as call:
-            kwargs = _arguments(call, entry.tool.id, arguments)
-            obj = entry.obj
-            if entry.kind == "python":
+            kwargs = self._checked(call, entry, _arguments(call, entry.tool.id, arguments))
+            if kind == "python":
                 return call.run(obj, kwargs)
-            if entry.kind == "langchain":
-                return obj.invoke(kwargs)
-            if entry.kind == "llamaindex":
-                _check_llamaindex(obj, kwargs)
+            if kind == "langchain":
+                handled: list[Outcome] = []
+                return _handled(call, handled, _langchain_tool(obj, handled).invoke(kwargs))
+            if kind == "llamaindex":
                 return _reported(call, obj.call(**kwargs))
             return _reported(call, obj.run(**kwargs))  # crewai
 
@@ -216,30 +262,79 @@ class Toolbox:
     ) -> Any:
         """``run`` for asyncio: coroutine functions are awaited, LangChain tools ``ainvoke``d, LlamaIndex
         tools ``acall``ed; plain functions and CrewAI tools run in a worker thread."""
-        entry = self._callable(tool_id)
+        entry = self._callable(tool_id, awaited=True)
         obj, kind = entry.obj, entry.kind
         if not (kind in ("langchain", "llamaindex") or (kind == "python" and _is_async(obj))):
             return await asyncio.to_thread(partial(self.run, tool_id, arguments, query=query))
         async with self._retriever.atrack(entry.tool.id, query) as call:
-            kwargs = _arguments(call, entry.tool.id, arguments)
+            kwargs = self._checked(call, entry, _arguments(call, entry.tool.id, arguments))
             if kind == "python":
                 return await call.run(obj, kwargs)
             if kind == "langchain":
-                return await obj.ainvoke(kwargs)
-            _check_llamaindex(obj, kwargs)
+                handled: list[Outcome] = []
+                return _handled(call, handled, await _langchain_tool(obj, handled).ainvoke(kwargs))
             return _reported(call, await obj.acall(**kwargs))
 
-    def _callable(self, tool_id: object) -> ToolObject:
+    def _callable(self, tool_id: object, *, awaited: bool) -> ToolObject:
+        """The entry of ``tool_id``, if this toolbox can call it (``run`` or, ``awaited``, ``arun``)."""
         entry = self._by_id.get(tool_id) if isinstance(tool_id, str) else None
         if entry is None:
             raise UnknownToolError(tool_id)  # type: ignore[arg-type]
-        if entry.kind in _NOT_CALLABLE:
-            what = "an MCP tool" if entry.kind == "mcp" else "a tool definition"
+        name, obj, kind = entry.tool.id, entry.obj, entry.kind
+        if kind in _NOT_CALLABLE:
+            what = "an MCP tool" if kind == "mcp" else "a tool definition"
             raise ConfigError(
-                f"tool {entry.tool.id!r} is {what}, not a callable: call it through your client (an MCP "
-                f"session's call_tool) inside toolbox.retriever.track({entry.tool.id!r}, query)"
+                f"tool {name!r} is {what}, not a callable: call it through your client (an MCP "
+                f"session's call_tool) inside toolbox.retriever.track({name!r}, query)"
+            )
+        if not awaited and kind == "python" and _is_async(obj):
+            raise ConfigError(f"tool {name!r} is a coroutine function: use Toolbox.arun")
+        if not awaited and kind == "langchain" and _get(obj, "func", ...) is None and _get(obj, "coroutine"):
+            raise ConfigError(f"tool {name!r} is a LangChain tool with only a coroutine: use arun")
+        if kind == "langchain" and _takes_tool_call_id(obj):
+            raise ConfigError(
+                f"tool {name!r} takes the model's tool call id (InjectedToolCallId), which only a whole tool "
+                f"call carries: invoke it with the tool call inside toolbox.retriever.track({name!r}, query)"
+            )
+        if kind == "llamaindex" and _get(obj, "requires_context") is True:
+            raise ConfigError(
+                f"tool {name!r} is a LlamaIndex tool that takes a workflow Context: call it with the "
+                f"context inside toolbox.retriever.track({name!r}, query)"
             )
         return entry
+
+    def _checked(
+        self, call: TrackedCall | AsyncTrackedCall, entry: ToolObject, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The arguments to pass, checked where the framework does not check them itself (a caller error,
+        reported and raised before the tool runs); a function's converted to its parameters' types."""
+        obj, tool_id = entry.obj, entry.tool.id
+        if entry.kind == "python":
+            parse = self._parsers.get(tool_id)
+            if parse is None:
+                parse = self._parsers[tool_id] = argument_parser(obj)
+            try:
+                return parse(arguments)
+            except ValidationError as exc:
+                call.report(OutcomeKind.CALLER_ERROR)
+                raise ValueError(f"arguments for tool {tool_id!r} do not fit its parameters: {exc}") from exc
+        if entry.kind == "langchain":
+            if is_single_input_langchain_tool(obj):  # LangChain raises a ToolException: the tool's error
+                if len(arguments) != 1:
+                    call.report(OutcomeKind.CALLER_ERROR)
+                    raise TypeError(
+                        f"arguments for tool {tool_id!r} do not fit it: it takes one string, got "
+                        f"{len(arguments)} argument(s)"
+                    )
+            elif not _is_model(_get(obj, "args_schema")):  # no model: LangChain passes them on unchecked
+                target = _get(obj, "func") or _get(obj, "coroutine") or _get(obj, "_run")
+                _check_names(call, tool_id, target, arguments, entry.tool.parameters.get("required"))
+        elif entry.kind == "llamaindex":
+            _check_llamaindex(obj, arguments)
+            partial_params = _get(obj, "partial_params")
+            given = {**partial_params, **arguments} if isinstance(partial_params, Mapping) else arguments
+            _check_names(call, tool_id, _get(obj, "real_fn") or _get(obj, "fn"), given, None)
+        return arguments
 
     # ---- inspection --------------------------------------------------------------------------------
     @property
@@ -337,6 +432,8 @@ def _arguments(call: TrackedCall | AsyncTrackedCall, tool_id: str, arguments: ob
     reported (``caller_error``) and raised, and the tool does not run."""
     if arguments is None:
         return {}
+    if isinstance(arguments, (str, bytes)) and not arguments.strip():
+        return {}  # what some APIs send for a function without parameters
     if isinstance(arguments, (str, bytes)):
         try:
             arguments = json.loads(arguments)
@@ -349,6 +446,30 @@ def _arguments(call: TrackedCall | AsyncTrackedCall, tool_id: str, arguments: ob
             f"arguments for tool {tool_id!r} must be an object of named arguments, got {shown(arguments)}"
         )
     return dict(arguments)
+
+
+def _check_names(
+    call: TrackedCall | AsyncTrackedCall, tool_id: str, fn: Any, arguments: Mapping[str, Any], required: Any
+) -> None:
+    """Raise (and report a caller error) when a name in ``required`` is missing from ``arguments``, or one
+    of them is no parameter of ``fn`` (unless it takes ``**kwargs``)."""
+    missing = [n for n in required if n not in arguments] if isinstance(required, list) else []
+    unexpected: list[str] = []
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # no signature (or no function): the call will tell
+        params = None  # type: ignore[assignment]
+    if params is not None and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+        unexpected = [n for n in arguments if n not in named]
+    if missing or unexpected:
+        call.report(OutcomeKind.CALLER_ERROR)
+        parts = [
+            f"{what} {', '.join(map(repr, names))}"
+            for what, names in (("missing", missing), ("unexpected", unexpected))
+            if names
+        ]
+        raise TypeError(f"arguments for tool {tool_id!r} do not fit it: {'; '.join(parts)}")
 
 
 def _check_llamaindex(obj: Any, arguments: Mapping[str, Any]) -> None:
@@ -374,11 +495,65 @@ def _reported(call: TrackedCall | AsyncTrackedCall, result: Any) -> Any:
     return result
 
 
+def _langchain_tool(obj: Any, handled: list[Outcome]) -> Any:
+    """The LangChain tool to invoke: ``obj``, or, when it answers errors as text (``handle_tool_error``,
+    ``handle_validation_error``), a copy of it for this call whose handlers answer the same text and note
+    the outcome in ``handled``: LangChain returns that text as it returns a result, so that the call
+    would otherwise be reported a success."""
+    flags = {name: _get(obj, name) for name in ("handle_tool_error", "handle_validation_error")}
+    copy = _get(obj, "model_copy")
+    if not any(flags.values()) or not callable(copy):
+        return obj
+    return copy(update={name: partial(_answer, name, flag, handled) for name, flag in flags.items() if flag})
+
+
+def _answer(name: str, flag: Any, handled: list[Outcome], exc: Exception) -> Any:
+    """What LangChain answers for ``exc`` with ``flag`` as the tool's ``name`` setting (its
+    ``_handle_tool_error`` / ``_handle_validation_error``), noting the call's outcome in ``handled``."""
+    if name == "handle_tool_error":  # a ToolException: the tool's own failure, or its cause's
+        handled.append(outcome_from_exception(exc) or Outcome(OutcomeKind.TOOL_ERROR))
+        text = exc.args[0] if exc.args else "Tool execution error"
+    else:  # the arguments failed the tool's args_schema
+        handled.append(Outcome(OutcomeKind.CALLER_ERROR))
+        text = "Tool input validation error"
+    if isinstance(flag, bool):
+        return text
+    return flag if isinstance(flag, str) else flag(exc)
+
+
+def _handled(call: TrackedCall | AsyncTrackedCall, handled: list[Outcome], result: Any) -> Any:
+    if handled:
+        call.report(handled[-1])
+    return result
+
+
+def _takes_tool_call_id(obj: Any) -> bool:
+    """A LangChain tool with an ``InjectedToolCallId`` argument: invoked without a tool call, it raises."""
+    schema = _get(obj, "args_schema")
+    fields = _get(schema, "model_fields") if isinstance(schema, type) else None
+    for info in (fields or {}).values() if isinstance(fields, Mapping) else ():
+        for mark in _get(info, "metadata") or ():
+            cls = mark if isinstance(mark, type) else type(mark)
+            if any(c.__name__ == "InjectedToolCallId" for c in cls.__mro__):
+                return True
+    injected = _get(obj, "_injected_args_keys")
+    return isinstance(injected, frozenset | set) and "tool_call_id" in injected
+
+
+def _is_model(schema: Any) -> bool:
+    """A pydantic model class (v2 or v1), which LangChain validates the arguments with."""
+    return isinstance(schema, type) and (
+        callable(_get(schema, "model_validate")) or hasattr(schema, "parse_obj")
+    )
+
+
 def _is_async(fn: Any) -> bool:
+    """A coroutine function, a callable object whose ``__call__`` is one, or a function wrapping one
+    (``functools.wraps``: a plain wrapper that returns the coroutine)."""
     try:
-        return inspect.iscoroutinefunction(fn) or (
-            not inspect.isroutine(fn) and inspect.iscoroutinefunction(type(fn).__call__)
-        )
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(inspect.unwrap(fn)):
+            return True
+        return not inspect.isroutine(fn) and inspect.iscoroutinefunction(type(fn).__call__)
     except Exception:
         return False
 

@@ -38,7 +38,14 @@ from pydantic.json_schema import GenerateJsonSchema, PydanticJsonSchemaWarning
 
 from rated.catalog.collect.normalise import clean_docstring, clean_text
 
-__all__ = ["SignatureError", "docstring_prose", "model_schema", "param_docs", "signature_schema"]
+__all__ = [
+    "SignatureError",
+    "argument_parser",
+    "docstring_prose",
+    "model_schema",
+    "param_docs",
+    "signature_schema",
+]
 
 _P = inspect.Parameter
 # reST fields, which clean_docstring does not treat as a section: the prose ends where they begin
@@ -104,6 +111,45 @@ def signature_schema(fn: Callable[..., Any], descriptions: Mapping[str, str] | N
         schema["properties"][name].pop("default", None)
     _describe(schema, descriptions or {})
     return schema
+
+
+def argument_parser(fn: Callable[..., Any]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """What a call of ``fn`` by name should pass for the arguments given as its JSON schema describes them
+    (as a model writes them): each argument whose parameter has an annotation validated and converted as
+    pydantic does for a model field (ISO text to a ``datetime``, a value to its enum member, an object to
+    the model, dataclass or TypedDict it names), the others kept as given. Names that are no parameter and
+    missing arguments are left to the call's binding to refuse. The parser returns a new dict, and raises
+    pydantic's ``ValidationError`` for a value that does not fit its annotation.
+
+    >>> import datetime
+    >>> def remind(at: datetime.date, text: str = "") -> None: ...
+    >>> argument_parser(remind)({"at": "2026-12-01"})
+    {'at': datetime.date(2026, 12, 1)}
+    """
+    sig = inspect.signature(fn, eval_str=True)
+    fields: dict[str, Any] = {}
+    names: dict[str, str] = {}  # field -> parameter name
+    for i, p in enumerate(sig.parameters.values()):
+        if p.kind in (_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY) and p.annotation not in (_P.empty, Any):
+            fields[f"p{i}"] = (Annotated[p.annotation, Field(alias=p.name)], None)  # None: not given
+            names[f"p{i}"] = p.name
+    if not fields:
+        return dict
+    config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
+    name = getattr(fn, "__name__", None) or type(fn).__name__
+    model = create_model(name if isinstance(name, str) else "arguments", __config__=config, **fields)
+    wanted = frozenset(names.values())
+
+    def parse(arguments: Mapping[str, Any]) -> dict[str, Any]:
+        out = dict(arguments)
+        given = {k: v for k, v in arguments.items() if k in wanted}
+        if given:
+            parsed = model.model_validate(given)
+            for field in parsed.model_fields_set:
+                out[names[field]] = getattr(parsed, field)
+        return out
+
+    return parse
 
 
 def model_schema(model: Any) -> dict[str, Any]:
