@@ -238,6 +238,14 @@ def traced(fn):
     return wrapper
 
 
+def blocking(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):  # a plain function running fn's coroutine to its end
+        return asyncio.run(fn(*args, **kwargs))
+
+    return wrapper
+
+
 @traced
 async def fetch_quote(symbol: str) -> float:
     """Latest price of a stock."""
@@ -245,13 +253,30 @@ async def fetch_quote(symbol: str) -> float:
     return 42.0
 
 
-def test_a_wrapped_coroutine_function_is_awaited_by_arun_and_refused_by_run(clock):
-    with Toolbox([fetch_quote], encoder=HashEncoder(64), clock=clock) as box:
-        with pytest.raises(ConfigError, match="'fetch_quote' is a coroutine function: use Toolbox.arun"):
+@blocking
+async def fetch_rate(currency: str) -> float:
+    """Latest exchange rate of a currency."""
+    CALLS.append(("fetch_rate", {"currency": currency}))
+    return 1.5
+
+
+def test_functions_wrapping_a_coroutine_function_are_called_by_arun(clock):
+    with Toolbox([fetch_quote, fetch_rate], encoder=HashEncoder(64), clock=clock) as box:
+        with pytest.raises(ConfigError, match="returned a coroutine"):  # nothing of it ran
             box.run("fetch_quote", {"symbol": "ACME"})
         assert CALLS == [] and box.retriever.outcomes(None) == []
-        assert asyncio.run(box.arun("fetch_quote", {"symbol": "ACME"})) == 42.0
-        assert log(box, "fetch_quote") == [("success", None)]
+        assert box.run("fetch_rate", {"currency": "NOK"}) == 1.5
+
+        async def main():
+            return await box.arun("fetch_quote", {"symbol": "ACME"}), await box.arun(
+                "fetch_rate", {"currency": "EUR"}
+            )
+
+        assert asyncio.run(main()) == (42.0, 1.5)
+        with pytest.raises(TypeError, match="do not fit"):
+            asyncio.run(box.arun("fetch_quote", {"ticker": "ACME"}))
+        assert log(box, "fetch_quote") == [("success", None), ("caller_error", None)]
+        assert log(box, "fetch_rate") == [("success", None), ("success", None)]
 
 
 def test_empty_argument_text_is_no_arguments(clock):

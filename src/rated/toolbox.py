@@ -264,10 +264,13 @@ class Toolbox:
         tools ``acall``ed; plain functions and CrewAI tools run in a worker thread."""
         entry = self._callable(tool_id, awaited=True)
         obj, kind = entry.obj, entry.kind
-        if not (kind in ("langchain", "llamaindex") or (kind == "python" and _is_async(obj))):
+        wrapped = kind == "python" and not _is_async(obj) and _is_async(inspect.unwrap(obj))
+        if not (kind in ("langchain", "llamaindex") or (kind == "python" and _is_async(obj)) or wrapped):
             return await asyncio.to_thread(partial(self.run, tool_id, arguments, query=query))
         async with self._retriever.atrack(entry.tool.id, query) as call:
             kwargs = self._checked(call, entry, _arguments(call, entry.tool.id, arguments))
+            if wrapped:  # a plain wrapper of a coroutine function: it may return it, or run it to its end
+                return await call.run(_in_thread(obj), kwargs)
             if kind == "python":
                 return await call.run(obj, kwargs)
             if kind == "langchain":
@@ -547,13 +550,25 @@ def _is_model(schema: Any) -> bool:
     )
 
 
+def _in_thread(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (a plain function wrapping a coroutine function) called in a worker thread, and what it
+    returns awaited when it is the coroutine (a decorator that returns it), here on the event loop; one
+    that runs the coroutine itself (``asyncio.run``) can, with no event loop in that thread."""
+
+    async def call(**arguments: Any) -> Any:
+        result = await asyncio.to_thread(partial(fn, **arguments))
+        return await result if inspect.isawaitable(result) else result
+
+    call.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    return call
+
+
 def _is_async(fn: Any) -> bool:
-    """A coroutine function, a callable object whose ``__call__`` is one, or a function wrapping one
-    (``functools.wraps``: a plain wrapper that returns the coroutine)."""
+    """A coroutine function, or a callable object whose ``__call__`` is one."""
     try:
-        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(inspect.unwrap(fn)):
-            return True
-        return not inspect.isroutine(fn) and inspect.iscoroutinefunction(type(fn).__call__)
+        return inspect.iscoroutinefunction(fn) or (
+            not inspect.isroutine(fn) and inspect.iscoroutinefunction(type(fn).__call__)
+        )
     except Exception:
         return False
 
