@@ -14,8 +14,9 @@ error, reported before the tool runs):
 - a function: ``fn(**arguments)``, each argument converted to its parameter's annotation as pydantic
   validates a model field (ISO text to a ``datetime``, a value to its enum member, an object to the
   model or dataclass named), so that the function gets what its schema promised; a value that does not
-  fit, or names that do not bind, are a caller error. ``arun`` awaits coroutine functions (also one
-  behind a ``functools.wraps`` wrapper) and runs other functions in a worker thread.
+  fit, or names that do not bind, are a caller error. ``arun`` awaits coroutine functions and runs
+  other functions in a worker thread (a plain ``functools.wraps`` wrapper of a coroutine function too:
+  the coroutine it returns is awaited).
 - a LangChain tool: ``invoke(arguments)`` (``ainvoke``), which validates them against a pydantic
   ``args_schema``; without one (a dict schema, none), missing and unknown names are checked here, and a
   single-input ``Tool`` takes exactly one argument. A tool that answers errors as text
