@@ -8,6 +8,9 @@ import asyncio
 import json
 import logging
 import socket
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -165,6 +168,7 @@ def _answering(status: int, headers: dict[str, str] | None = None, error: int | 
         (429, None, None, "rate_limited", None),
         (401, None, None, "success", None),  # up, wants credentials the probe does not have
         (404, None, None, "success", None),  # answers: what http_check counts as up too
+        (501, None, None, "success", None),  # a method it does not implement (a proxy's GET): it answers
         (200, None, -32602, "success", None),  # a JSON-RPC error is an answer (a version it refuses)
         (200, None, -32603, "tool_error", None),  # ...except an internal error
     ],
@@ -237,3 +241,65 @@ def test_the_check_refuses_a_timeout_out_of_bounds():
     for bad in (0, -1, float("nan"), float("inf"), 61, True, "5"):
         with pytest.raises(ConfigError, match="probe timeout"):
             mcp_check(timeout=bad)
+
+
+def test_the_sdk_is_imported_before_the_pings_deadline_starts(tmp_path):
+    """Importing the SDK's client takes half a second or more on a busy host: counted against the ping's
+    deadline, the first probe of each process (each ``rated serve`` worker) found a healthy server
+    ``timeout`` with a short timeout. A fresh interpreter: what ``anyio.fail_after`` finds imported."""
+    with socket.socket() as s:  # a port nothing listens on: the ping fails at once, after the imports
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import anyio
+
+        real, loaded = anyio.fail_after, []
+
+        def spy(*args, **kwargs):
+            loaded.append(all(m in sys.modules for m in ("mcp.client", "mcp_types", "httpx2")))
+            return real(*args, **kwargs)
+
+        anyio.fail_after = spy
+        from rated import Tool
+        from rated.probing import mcp_check
+
+        check = mcp_check(timeout=30)
+        assert "mcp.client" not in sys.modules, "imported before the first check"
+        tool = Tool(id="a", name="a", source="mcp", endpoint="http://127.0.0.1:{closed}/mcp")
+        print(check(tool).kind.value, loaded[0])
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["tool_error", "True"]
+
+
+@pytest.mark.parametrize("version", ["1.26.0", "3.0.0"])
+def test_an_sdk_of_another_major_version_is_refused_and_the_default_check_asks_http(
+    serve, monkeypatch, caplog, version
+):
+    """mcp 1.x has no ``mcp_types`` nor the 2.x ``Client``: every ping failed, and each failure was
+    recorded against a working tool (``tool_error``); ``default_check`` kept the MCP ping rather than the
+    HTTP check."""
+    from rated.errors import ConfigError
+
+    monkeypatch.setattr("importlib.metadata.version", lambda name: version)
+    with pytest.raises(ConfigError, match=rf"needs mcp>=2.3,<3 .*found mcp {version}"):
+        mcp_check(timeout=SLOW)
+    port, seen = serve(weather().streamable_http_app())
+    with caplog.at_level(logging.WARNING, logger="rated.probing"):
+        check = default_check(timeout=SLOW)
+    assert any("get the HTTP check" in r.getMessage() and version in r.getMessage() for r in caplog.records)
+    assert check(mcp_tool(f"http://127.0.0.1:{port}/mcp")).kind is OutcomeKind.SUCCESS
+    assert [r["method"] for r in seen.requests] == ["HEAD"]
+
+
+def test_an_sdk_that_does_not_import_records_nothing(serve, monkeypatch, caplog):
+    port, seen = serve(weather().streamable_http_app())
+    monkeypatch.setitem(sys.modules, "mcp_types", None)  # a broken install: the import fails
+    monkeypatch.setattr("rated.probing._warned", set())
+    with caplog.at_level(logging.WARNING, logger="rated.probing"):
+        assert mcp_check(timeout=SLOW)(mcp_tool(f"http://127.0.0.1:{port}/mcp")) is None
+    assert seen.requests == [] and any("does not import" in r.getMessage() for r in caplog.records)

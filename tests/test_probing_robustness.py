@@ -151,3 +151,26 @@ def test_a_probe_of_a_tool_removed_meanwhile_is_an_error_result_not_a_failed_rou
     results = {r.tool_id: r for r in probe(retriever, check)}
     assert results["mail.a"].outcome.kind is OutcomeKind.SUCCESS
     assert "mail.b" not in results or results["mail.b"].error is not None
+
+
+def test_a_check_raising_a_base_exception_fails_its_round_not_the_prober(retriever, caplog):
+    """A check raising ``asyncio.CancelledError`` (a BaseException: an async client cancelled inside it)
+    ended the prober's thread: probing stopped for the life of the process, silently but for a traceback
+    on stderr."""
+    calls = []
+
+    def check(tool):
+        calls.append(tool.id)
+        if len(calls) == 1:
+            raise asyncio.CancelledError
+        return True
+
+    with caplog.at_level(logging.ERROR, logger="rated.probing"), Prober(retriever, check, every=0.01) as p:
+        deadline = time.monotonic() + 5
+        while p.rounds < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert p._thread.is_alive()
+    assert p.rounds >= 3 and len(calls) > 1
+    assert [r.exc_info[0] for r in caplog.records if "probe round failed" in r.getMessage()] == [
+        asyncio.CancelledError
+    ]

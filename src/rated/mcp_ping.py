@@ -9,13 +9,19 @@ refuses it answered, and is up.
 What the answer means, first rule that applies:
 
 - ``ping`` answered: ``success`` (an error while closing the session afterwards changes nothing);
-- an HTTP 5xx or 429 on the way (the first one): that status's outcome (``rated.classify``: a 503 with
-  ``Retry-After`` is ``rate_limited``, a 504 ``timeout``);
+- an HTTP 5xx (but 501) or 429 on the way (the first one): that status's outcome (``rated.classify``: a
+  503 with ``Retry-After`` is ``rate_limited``, a 504 ``timeout``);
 - another HTTP error (401 without credentials, 404 or 405 at a URL that speaks the other transport) or a
   JSON-RPC error (a protocol version or method it refuses): ``success``, the server answers; the same rule
   as ``http_check``'s, and the collector never records headers, so a probe has no credentials to send;
+- a failure that tells of this host rather than the server (a TLS certificate not trusted here, a
+  temporary DNS failure, a proxy's): ``None``, nothing recorded, a warning once per host;
 - no answer within ``timeout``: ``timeout``; a refused or dropped connection, or an internal error the
   server answered: ``tool_error``.
+
+The SDK's client is imported before the deadline starts: half a second or more on a busy host, which
+counted against it made the first probe of each process (each ``rated serve`` worker) a ``timeout``. An
+SDK that does not import records nothing either.
 
 The URL is used without user-info, query string or fragment (``mcp_url``), as the collector records it, so
 no token in it reaches the request log lines of the SDK's HTTP client.
@@ -27,10 +33,11 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from rated.classify import outcome_from_exception, outcome_from_status
 from rated.outcome import Outcome, OutcomeKind
+from rated.probing import _bare_url, _down, _not_the_tools, _unchecked
 
 __all__ = ["aping", "mcp_url", "ping"]
 
@@ -40,23 +47,10 @@ _UP = Outcome(OutcomeKind.SUCCESS)
 def mcp_url(value: object) -> str | None:
     """``value`` as the URL a probe connects to, when it is an http(s) URL with a host: without user-info,
     query string and fragment; None otherwise (a stdio server's tools have no endpoint: not checked)."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parts = urlsplit(value.strip())
-        port = parts.port
-    except ValueError:  # an invalid port or IPv6 host: nothing to connect to
-        return None
-    host = parts.hostname
-    if parts.scheme not in ("http", "https") or not host:
-        return None
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host if port is None else f"{host}:{port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return _bare_url(value)
 
 
-def ping(url: str, timeout: float) -> Outcome:
+def ping(url: str, timeout: float) -> Outcome | None:
     """``aping`` from synchronous code; from inside a running event loop (a caller's mistake: ``aping``
     is the one to await), in a thread of its own, since that loop cannot run a second one."""
     import anyio
@@ -69,11 +63,16 @@ def ping(url: str, timeout: float) -> Outcome:
         return pool.submit(anyio.run, aping, url, timeout).result()
 
 
-async def aping(url: str, timeout: float) -> Outcome:
+async def aping(url: str, timeout: float) -> Outcome | None:
     """The outcome of pinging the MCP server at ``url`` (used as given: see ``mcp_url``) within
-    ``timeout`` seconds."""
+    ``timeout`` seconds; None when nothing can be said of the server (see the module's rules)."""
     import anyio
 
+    try:
+        _sdk()  # outside the deadline: once per process, and no fault of the server
+    except ImportError as exc:
+        _unchecked(url, f"the mcp SDK's client does not import: {exc}")
+        return None
     answers: list[Any] = []  # the HTTP responses other than 2xx, in order
 
     async def seen(response: Any) -> None:
@@ -88,8 +87,18 @@ async def aping(url: str, timeout: float) -> Outcome:
                 await client.session.send_ping()
                 pinged = True
     except Exception as exc:
-        return _UP if pinged else _failed(_leaf(exc), answers)
+        return _UP if pinged else _failed(exc, answers, url)
     return _UP
+
+
+def _sdk() -> None:
+    """Import what ``_client`` and ``_failed`` use."""
+    import httpx2  # noqa: F401
+    import mcp.client  # noqa: F401
+    import mcp.client.sse  # noqa: F401
+    import mcp.client.streamable_http  # noqa: F401
+    import mcp.shared.exceptions  # noqa: F401
+    import mcp_types  # noqa: F401
 
 
 async def _client(url: str, timeout: float, seen: Any, stack: AsyncExitStack) -> Any:
@@ -120,16 +129,21 @@ async def _client(url: str, timeout: float, seen: Any, stack: AsyncExitStack) ->
     return await stack.enter_async_context(client)
 
 
-def _failed(exc: BaseException, answers: list[Any]) -> Outcome:
-    """What a ping that failed with ``exc``, after the HTTP ``answers``, says of the server."""
+def _failed(error: BaseException, answers: list[Any], url: str) -> Outcome | None:
+    """What a ping of ``url`` that failed with ``error``, after the HTTP ``answers``, says of the server."""
     from mcp.shared.exceptions import MCPError
     from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, REQUEST_TIMEOUT
 
     for response in answers:
-        if response.status_code >= 500 or response.status_code == 429:
+        if _down(response.status_code):
             return outcome_from_status(response.status_code, response.headers)
     if answers:  # it answered over HTTP, not to this client
         return _UP
+    why = _not_the_tools(error)
+    if why is not None:
+        _unchecked(url, why)
+        return None
+    exc = _leaf(error)
     if isinstance(exc, MCPError):
         if exc.code == REQUEST_TIMEOUT:
             return Outcome(OutcomeKind.TIMEOUT)

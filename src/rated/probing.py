@@ -30,10 +30,15 @@ import importlib.util
 import inspect
 import logging
 import random
+import re
+import socket
+import ssl
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from importlib import metadata
 from typing import TYPE_CHECKING, Any, Self
+from urllib.parse import urlsplit, urlunsplit
 
 from rated.catalog.schema import Tool
 from rated.classify import outcome_from_exception, outcome_from_status
@@ -65,8 +70,11 @@ log = logging.getLogger("rated.probing")
 Check = Callable[[Tool], Any]
 AsyncCheck = Callable[[Tool], Awaitable[Any]]
 #: statuses of a health request that mean "the server answers": an unauthenticated probe of an API URL
-#: gets 401/403/404/405 from a server that is up; only 5xx, 429 and no answer at all say otherwise
+#: gets 401/403/404/405 from a server that is up, and 501 from one that does not implement HEAD; only the
+#: other 5xx, 429 and no answer at all say otherwise
 _UP_BELOW = 500
+_MAX_HOPS = 3  # redirects within the endpoint's host an HTTP check follows (http to https, a moved path)
+_warned: set[tuple[str, str]] = set()  # (host, reason) of the probes logged as recording nothing
 _NOT_AWAITED = object()  # what a check aprobe calls returned when it is not awaitable
 _EXIT_WAIT = 10.0  # seconds leaving a ``with Prober(...)`` block waits for a check in flight
 #: the shortest probe interval (seconds). Each round re-reads the store under the retriever's lock (which
@@ -245,10 +253,17 @@ def http_check(
     timeout: float = 5.0, *, method: str = "HEAD", url: Callable[[Tool], str | None] | None = None
 ) -> Check:
     """A check that sends ``method`` to each tool's ``endpoint`` (or ``url(tool)``): up when the server
-    answers below 500 (401, 404 or 405 to an unauthenticated probe mean it is up), otherwise the outcome of
-    the status (a 429 or 503 with ``Retry-After`` is ``rate_limited`` for that long); no answer within
-    ``timeout`` seconds is ``timeout``, a refused connection ``tool_error``. Tools without an ``http://``
-    or ``https://`` endpoint (none, ``stdio``, a bare name) are not checked. Each check opens its own
+    answers below 500 (401, 404 or 405 to an unauthenticated probe mean it is up) or 501 (no ``HEAD``
+    there), otherwise the outcome of the status (a 429 or 503 with ``Retry-After`` is ``rate_limited`` for
+    that long); no answer within ``timeout`` seconds is ``timeout``, a refused connection ``tool_error``.
+    Tools without an ``http://`` or ``https://`` endpoint (none, ``stdio``, a bare name) are not checked.
+
+    The endpoint is requested without user-info, query string or fragment (as ``mcp_check`` does): a probe
+    sends no credentials, and none reaches httpx's request log line; ``url(tool)`` is used as given. A
+    redirect within the endpoint's host is followed (``_MAX_HOPS``); one to another host (a login page,
+    maybe out of this host's reach) is the server's answer. A failure that tells of this host rather than
+    the tool's (a TLS certificate not trusted here: a private CA, see ``SSL_CERT_FILE``; a temporary DNS
+    failure; a proxy's) records nothing (``None``), with a warning once per host. Each check opens its own
     connection and closes it: nothing is held between probes, so the check needs no closing and a check
     made for each round leaks nothing. Needs httpx (the ``client`` or ``service`` extra)."""
     try:
@@ -256,23 +271,96 @@ def http_check(
     except ImportError:  # pragma: no cover - httpx comes with the client, service and dev extras
         raise ConfigError("http_check needs httpx: pip install 'rated[client]'") from None
     timeout = _timeout(timeout)
-    where = url or (lambda tool: tool.endpoint)
+    where = url or (lambda tool: _bare_url(tool.endpoint))
     # no connection kept alive: a probe every few seconds at most gains nothing from one, and a pooled
     # socket would outlive the check (nothing closes a check)
-    client = httpx.Client(
-        timeout=timeout, follow_redirects=True, limits=httpx.Limits(max_keepalive_connections=0)
-    )
+    client = httpx.Client(timeout=timeout, limits=httpx.Limits(max_keepalive_connections=0))
 
     def check(tool: Tool) -> Outcome | None:
         target = _http_url(where(tool))
         if target is None:
             return None
-        response = client.request(method, target)
-        if response.status_code < _UP_BELOW and response.status_code != 429:
-            return Outcome(OutcomeKind.SUCCESS)
-        return outcome_from_status(response.status_code, response.headers)
+        try:
+            response = client.request(method, target)
+            for _ in range(_MAX_HOPS):
+                hop = response.next_request  # set on a redirect (not followed by the client)
+                if (
+                    hop is None
+                    or hop.url.host != response.url.host
+                    or hop.url.scheme not in ("http", "https")
+                ):
+                    break
+                response = client.send(hop)
+        except httpx.TransportError as exc:
+            why = _not_the_tools(exc)
+            if why is None:
+                raise
+            _unchecked(target, why)
+            return None
+        if _down(response.status_code):
+            return outcome_from_status(response.status_code, response.headers)
+        return Outcome(OutcomeKind.SUCCESS)
 
     return check
+
+
+def _down(status: int) -> bool:
+    """Whether an HTTP answer to a probe says the server is not up (``_UP_BELOW``)."""
+    return status == 429 or (status >= _UP_BELOW and status != 501)
+
+
+def _bare_url(value: object) -> str | None:
+    """``value`` without user-info, query string and fragment when it is an http(s) URL with a host, else
+    None: what a probe requests, with no credentials and no token to leak into a log line."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parts = urlsplit(value.strip())
+        port = parts.port
+    except ValueError:  # an invalid port or IPv6 host: nothing to connect to
+        return None
+    host = parts.hostname
+    if parts.scheme not in ("http", "https") or not host:
+        return None
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host if port is None else f"{host}:{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _not_the_tools(exc: BaseException) -> str | None:
+    """Why a check's failure ``exc`` tells of the host the probe runs on rather than of the tool, or None.
+    Agents call the tool from their own hosts: a certificate this host does not trust (a private CA its
+    bundle lacks), its resolver failing for a while, its proxy failing would demote every tool probed.
+    Looks through ``__cause__``, ``__context__`` and exception groups (httpx wraps the socket's error)."""
+    again = getattr(socket, "EAI_AGAIN", None)
+    todo, seen = [exc], set()
+    while todo and len(seen) < 16:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, ssl.SSLCertVerificationError):
+            return (
+                "their TLS certificate is not trusted on this host (a private CA? point SSL_CERT_FILE at a "
+                f"bundle that has it): {e.verify_message or e}"
+            )
+        if isinstance(e, socket.gaierror) and again is not None and e.errno == again:
+            return "name resolution is failing on this host for now (a temporary DNS failure)"
+        if any(cls.__name__ == "ProxyError" for cls in type(e).__mro__):
+            return f"the HTTP proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) failed: {e}"
+        todo.extend(x for x in (e.__cause__, e.__context__) if x is not None)
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+    return None
+
+
+def _unchecked(url: str, why: str) -> None:
+    """Log, once per host and reason in this process, that probes of tools at ``url`` record nothing."""
+    host = urlsplit(url).hostname or "?"
+    if (host, why) not in _warned:
+        _warned.add((host, why))
+        log.warning("probes of tools at %s record nothing: %s", host, why)
 
 
 def _http_url(value: object) -> str | None:
@@ -302,31 +390,55 @@ def mcp_check(timeout: float = 5.0) -> Check:
 
     Other tools are not checked (``None``), among them the tools of stdio servers: checking one would
     spawn the server's command for each probe (seconds of start-up, an ``npx`` download, side effects of
-    its own), with an environment the collector never records (their secrets). Needs the mcp SDK (the
-    ``service`` extra), imported at the first check."""
-    if importlib.util.find_spec("mcp") is None:
-        raise ConfigError("mcp_check needs the mcp SDK: pip install 'rated[service]'")
+    its own), with an environment the collector never records (their secrets). Needs the mcp SDK, 2.3 or
+    a later 2.x (the ``service`` extra; ``ConfigError`` otherwise), imported at the first check, before
+    its deadline starts. As with ``http_check``, a failure that tells of this host (a certificate not
+    trusted here, a temporary DNS failure, a proxy's) records nothing."""
+    problem = _mcp_sdk_problem()
+    if problem is not None:
+        raise ConfigError(problem)
     timeout = _timeout(timeout)
 
     def check(tool: Tool) -> Outcome | None:
-        from rated.mcp_ping import mcp_url, ping
+        target = _bare_url(tool.endpoint) if tool.source == "mcp" else None
+        if target is None:
+            return None
+        from rated.mcp_ping import ping
 
-        target = mcp_url(tool.endpoint) if tool.source == "mcp" else None
-        return None if target is None else ping(target, timeout)
+        return ping(target, timeout)
 
     return check
+
+
+def _mcp_sdk_problem() -> str | None:
+    """Why ``mcp_check`` cannot run here, or None. Read from the installed distribution's version, without
+    importing the SDK (half a second): another major version's client API would fail every ping, and each
+    failure would be recorded against a tool."""
+    if importlib.util.find_spec("mcp") is None:
+        return "mcp_check needs the mcp SDK: pip install 'rated[service]'"
+    try:
+        version = metadata.version("mcp")
+    except metadata.PackageNotFoundError:  # importable without its metadata (vendored): the import decides
+        return None
+    found = re.match(r"(\d+)\.(\d+)", version)
+    if found is not None and not (2, 3) <= (int(found[1]), int(found[2])) < (3, 0):
+        return (
+            f"mcp_check needs mcp>=2.3,<3 (the 2.x client API), found mcp {version}: "
+            "pip install 'mcp>=2.3,<3'"
+        )
+    return None
 
 
 def default_check(timeout: float = 5.0) -> Check:
     """``mcp_check`` for tools collected from an MCP server over HTTP (``source`` ``mcp``), ``http_check``
     for the others with an http(s) ``endpoint``; tools of stdio MCP servers and tools without an http(s)
-    endpoint are not checked. Without the mcp SDK, MCP servers' URLs get the HTTP check too. What ``rated
-    serve`` and ``rated mcp`` probe with."""
+    endpoint are not checked. Without a usable mcp SDK (none, or another major version: a warning says
+    so), MCP servers' URLs get the HTTP check too. What ``rated serve`` and ``rated mcp`` probe with."""
     http = http_check(timeout)
-    try:
-        mcp = mcp_check(timeout)
-    except ConfigError:  # no mcp SDK (the client extra): an HTTP answer is still a sign of life
-        mcp = None
+    problem = _mcp_sdk_problem()
+    mcp = mcp_check(timeout) if problem is None else None
+    if problem is not None and importlib.util.find_spec("mcp") is not None:
+        log.warning("tools of MCP servers get the HTTP check, not an MCP ping: %s", problem)
 
     def check(tool: Tool) -> Outcome | None:
         if mcp is not None and tool.source == "mcp":
@@ -412,8 +524,8 @@ class Prober:
                 if str(exc) != self._failing:
                     log.warning("probe round failed: %s", exc)
                 self._failing = str(exc)
-            except Exception:
-                log.exception("probe round failed")
+            except BaseException:  # a bug, or a check raising CancelledError: the thread must outlive it
+                log.exception("probe round failed")  # (no KeyboardInterrupt reaches a thread but the main)
                 self._failing = None
             else:
                 self._failing = None
