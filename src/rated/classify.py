@@ -38,8 +38,10 @@ status                outcome       why
 ====================  ============  ===================================================================
 
 A 404 from an endpoint that is gone for good (a retired API) is the tool's fault, yet a status cannot tell
-it from an argument naming no resource; the far more common second case decides. Report ``tool_error``
-yourself (``call.report``) when you know better.
+it from an argument naming no resource; the far more common second case decides here, for one call. Each
+outcome keeps the status it came from (``Outcome.status``), and the retriever weighs the evidence across
+calls: a tool answering 404 or 410 to many different queries in a row is counted as failing
+(``rated.retired``). Report ``tool_error`` yourself (``call.report``) when you know better at once.
 """
 
 from __future__ import annotations
@@ -216,7 +218,7 @@ def _classify(exc: BaseException, depth: int) -> Outcome | None:
     if carried is not None:
         code, headers = carried
         outcome = _by_status(code, headers, None)
-        return Outcome(_K.TOOL_ERROR) if outcome.is_success else outcome
+        return Outcome(_K.TOOL_ERROR, None, code) if outcome.is_success else outcome
     aws = _aws_outcome(exc)
     if aws is not None:
         return aws
@@ -250,32 +252,37 @@ def _group(group: BaseExceptionGroup, depth: int) -> Outcome | None:
     means nothing to report; otherwise what every member agrees on, tool_error when they disagree."""
     if depth >= _MAX_DEPTH:
         return _default(group)
-    outcomes = set()
+    outcomes, statuses = set(), set()
     for member in group.exceptions:
         outcome = _classify(member, depth + 1) or _default(member)
         if outcome is None:  # an interruption, or a group holding one
             return None
-        outcomes.add(outcome)
-    return outcomes.pop() if len(outcomes) == 1 else Outcome(_K.TOOL_ERROR)
+        outcomes.add(outcome)  # equal whatever their statuses: the status is kept only if all agree
+        statuses.add(outcome.status)
+    if len(outcomes) != 1:
+        return Outcome(_K.TOOL_ERROR)
+    agreed = outcomes.pop()
+    return agreed if len(statuses) == 1 else Outcome(agreed.kind, agreed.retry_after)
 
 
 def _by_status(code: int, headers: object, now: float | None) -> Outcome:
+    """The outcome of ``code`` by the table, its ``status`` set to ``code``."""
     if headers is not None and (code in _ANNOUNCED or code == 403):
         wait = retry_after_from_headers(headers, now=now, server_only=True)
         if wait:  # a positive wait: a planned unavailability. 0, a past date or none: an outage
-            return Outcome(_K.RATE_LIMITED, wait)
+            return Outcome(_K.RATE_LIMITED, wait, code)
         if code == 403 and quota_exhausted(headers):  # GitHub's rate limit: not the credentials' fault
-            return Outcome(_K.RATE_LIMITED, retry_after_from_headers(headers, now=now))
+            return Outcome(_K.RATE_LIMITED, retry_after_from_headers(headers, now=now), code)
     kind = _SPECIAL.get(code)
     if kind is _K.RATE_LIMITED:
-        return Outcome(kind, None if headers is None else retry_after_from_headers(headers, now=now))
+        return Outcome(kind, None if headers is None else retry_after_from_headers(headers, now=now), code)
     if kind is not None:
-        return Outcome(kind)
+        return Outcome(kind, None, code)
     if 200 <= code < 400:
-        return Outcome(_K.SUCCESS)
+        return Outcome(_K.SUCCESS, None, code)
     if 400 <= code < 500:
-        return Outcome(_K.CALLER_ERROR)
-    return Outcome(_K.TOOL_ERROR)  # 5xx, and a 1xx the client took for final
+        return Outcome(_K.CALLER_ERROR, None, code)
+    return Outcome(_K.TOOL_ERROR, None, code)  # 5xx, and a 1xx the client took for final
 
 
 def _carried_status(exc: BaseException) -> tuple[int, object] | None:
@@ -323,13 +330,14 @@ def _aws_outcome(exc: BaseException) -> Outcome | None:
     if not isinstance(code, str):
         return None
     if code in _AWS_THROTTLING:
-        return Outcome(_K.RATE_LIMITED, retry_after_from_headers(headers) if headers is not None else None)
+        wait = retry_after_from_headers(headers) if headers is not None else None
+        return Outcome(_K.RATE_LIMITED, wait, status)
     if code in _AWS_AUTH:
-        return Outcome(_K.AUTH_ERROR)
+        return Outcome(_K.AUTH_ERROR, None, status)
     if status is None:
         return None
     outcome = _by_status(status, headers, None)
-    return Outcome(_K.TOOL_ERROR) if outcome.is_success else outcome
+    return Outcome(_K.TOOL_ERROR, None, status) if outcome.is_success else outcome
 
 
 def _attr(obj: object, name: str) -> Any:

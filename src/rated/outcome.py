@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
-from numbers import Real
+from numbers import Integral, Real
 
 from rated.errors import ConfigError
 from rated.shown import shown
@@ -58,10 +58,16 @@ def finite_seconds(value: object) -> float | None:
 
 @dataclass(frozen=True)
 class Outcome:
-    """One execution result. ``retry_after`` (seconds or steps, in the policy's clock) is a hint."""
+    """One execution result. ``retry_after`` (seconds or steps, in the policy's clock) is a hint.
+
+    ``status``: the HTTP status the outcome was classified from, when one was (``outcome_from_status``,
+    an exception carrying a response). It says where the outcome came from, not what it is: two outcomes
+    of one kind are equal whatever their statuses. A 404 or 410 ``caller_error`` is the evidence of a
+    retired endpoint (``rated.retired``)."""
 
     kind: OutcomeKind
     retry_after: float | None = None
+    status: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, OutcomeKind):
@@ -72,6 +78,11 @@ class Outcome:
             if seconds is None:
                 raise ConfigError(f"retry_after must be a finite number >= 0, got {shown(value)}")
             object.__setattr__(self, "retry_after", seconds)  # plain float: stores and JSON take it
+        status = self.status
+        if status is not None:
+            if isinstance(status, bool) or not isinstance(status, Integral) or not 100 <= status <= 599:
+                raise ConfigError(f"status must be an HTTP status (an integer 100-599), got {shown(status)}")
+            object.__setattr__(self, "status", int(status))
 
     @classmethod
     def of(cls, value: Outcome | OutcomeKind | str | bool, retry_after: float | None = None) -> Outcome:

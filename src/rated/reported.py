@@ -63,7 +63,9 @@ def reported_outcome(
     probe = {name: value for name, value in (headers or {}).items() if not _names_a_wait(name)}
     probe["retry-after"] = "1" if seconds > 0 else "0"
     classified = outcome_from_status(status, probe)
-    return Outcome(classified.kind, seconds) if classified.kind is OutcomeKind.RATE_LIMITED else classified
+    if classified.kind is OutcomeKind.RATE_LIMITED:
+        return Outcome(classified.kind, seconds, classified.status)
+    return classified
 
 
 def _names_a_wait(name: object) -> bool:

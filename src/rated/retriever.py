@@ -52,6 +52,7 @@ from rated.hits import Hit, ToolHealth
 from rated.index.semantic import SemanticIndex, dense_kind
 from rated.outcome import Outcome, OutcomeKind, finite_seconds
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking, all_finite
+from rated.retired import RetiredRule, weigh
 from rated.shown import shown
 from rated.store.base import (
     CatalogChangedError,
@@ -99,9 +100,12 @@ class Retriever:
         *,
         clock: Callable[[], float] = time.time,
         query_cache: int = DEFAULT_QUERY_CACHE,
+        retired: RetiredRule | Mapping[str, Any] | bool | None = None,
     ) -> None:
         if not callable(clock):
             raise ConfigError(f"clock must be a callable returning seconds, got {clock!r}")
+        # this process's own rule for retired endpoints; None: the one saved with the index (meta.retired)
+        self._retired = None if retired is None else RetiredRule.parse(retired)
         self._store = store
         self._encoder = encoder
         # an own untrained copy: a Policy instance passed to two retrievers would otherwise share (and
@@ -110,6 +114,7 @@ class Retriever:
         self._meta = meta
         self._clock = clock
         self._query_cache = QueryCache(query_cache)
+        self._retired_rule()  # a saved rule that is damaged fails here, not at the first 404
         self._lock = threading.RLock()
         self._version: int | None = None
         self._seq = 0
@@ -135,7 +140,10 @@ class Retriever:
         the retriever learns in its own copy, ``retriever.policy``), ``policy_params``,
         ``candidates`` (K, default 10), ``max_query_chars`` (10,000), ``semantic`` (a SemanticConfig or
         dict), ``overwrite`` (replace an existing index in ``db``), ``progress``, ``clock``, ``query_cache``
-        (recent query embeddings kept in memory, default 1024; 0 turns it off), and store
+        (recent query embeddings kept in memory, default 1024; 0 turns it off), ``retired`` (when 404/410
+        answers to many different queries count against a tool, ``rated.retired``: a ``RetiredRule``, a
+        mapping of its fields such as ``{"after": 5, "window": 3600}``, or False to switch it off; saved
+        with the index, so every process that opens it follows it), and store
         options ``durability`` / ``busy_timeout`` / ``namespace`` / ``max_outcomes`` (keep only the newest
         outcome records; per-tool counts stay exact). A ``redis://`` URL can carry the last two itself:
         ``?rated_max_outcomes=N`` (or ``none``) and ``?rated_namespace=NAME`` (or ``#NAME``).
@@ -152,6 +160,7 @@ class Retriever:
         semantic = config.pop("semantic", None)
         candidates = _positive_int(config.pop("candidates", 10), "candidates")
         max_query_chars = _positive_int(config.pop("max_query_chars", 10_000), "max_query_chars")
+        retired = RetiredRule.parse(config.pop("retired", None))
         if config:
             raise ConfigError(f"unknown Retriever option(s): {', '.join(sorted(config))}")
         semantic = setup.semantic_config(semantic)
@@ -177,6 +186,7 @@ class Retriever:
                 max_query_chars=max_query_chars,
                 prior_stats=prior.stats.to_dict(),
                 rated_version=setup.rated_version(),
+                retired=retired.to_dict(),
             )
             try:  # re-checked inside the write: another writer may have built an index while we encoded
                 version = setup.replace_catalog(
@@ -201,12 +211,15 @@ class Retriever:
         policy: Policy | None = None,
         clock: Callable[[], float] = time.time,
         query_cache: int = DEFAULT_QUERY_CACHE,
+        retired: RetiredRule | Mapping[str, Any] | bool | None = None,
         **store_options: Any,
     ) -> Retriever:
         """Reopen an index: stored embeddings, prior, policy and learned state; nothing is re-encoded.
 
         The encoder defaults to the one the index was built with (checked by name, size and weights);
-        ``policy`` is needed only for a custom policy that rated's registry does not know. Store options
+        ``policy`` is needed only for a custom policy that rated's registry does not know. ``retired``
+        replaces, in this process only, the rule for retired endpoints saved with the index (``False``
+        switches it off here; the evidence other processes gather is shared all the same). Store options
         as for ``from_catalog``.
 
         Stored tool records are not validated here but each when its tool is first needed (then kept):
@@ -232,14 +245,15 @@ class Retriever:
             encoder = setup.check_encoder(encoder, meta.encoder, setup.describe_db(db))
             if policy is None:
                 policy = setup.build_policy(meta.policy, meta.policy_params)
-            return cls(store, encoder, policy, meta, clock=clock, query_cache=query_cache)
+            return cls(store, encoder, policy, meta, clock=clock, query_cache=query_cache, retired=retired)
 
     def reopen(self) -> Retriever:
         """A new retriever over this one's store, for the index saved there now: the way on after a rebuild
-        with another encoder or policy, which this one refuses. It keeps this retriever's clock and
-        query-cache size, and its encoder and policy where the rebuilt index still uses them (a custom
-        encoder survives a policy-only rebuild, a custom policy an encoder-only one). The store is shared:
-        close one of the two retrievers, not both."""
+        with another encoder or policy, which this one refuses. It keeps this retriever's clock,
+        query-cache size and own rule for retired endpoints (if it was given one), and its encoder and
+        policy where the rebuilt index still uses them (a custom encoder survives a policy-only rebuild, a
+        custom policy an encoder-only one). The store is shared: close one of the two retrievers, not
+        both."""
         raw = self._store.get_meta()
         saved = IndexMeta.from_dict(raw, setup.describe_db(self._store)) if raw else None
         same_encoder = saved is not None and saved.encoder.same_embeddings(self._meta.encoder)
@@ -253,6 +267,7 @@ class Retriever:
             policy=self._policy if same_policy else None,
             clock=self._clock,
             query_cache=self._query_cache.size,
+            retired=self._retired,
         )
 
     # ---- retrieval ---------------------------------------------------------------------------------
@@ -437,12 +452,17 @@ class Retriever:
         request the tool was called for) lets the policy learn query-specific failures; ``retry_after``
         (seconds) is a rate-limit hint. ``probe``: a health check no agent paid for (``rated.probing``):
         it moves the policy's belief but is not written to the outcome log, whose counts are calls.
+
+        A ``caller_error`` that came from a 404 or 410 (an ``Outcome`` whose ``status`` says so, as
+        ``outcome_from_status`` and ``track`` make them) is weighed as evidence of a retired endpoint
+        (``rated.retired``): once the tool has answered so to enough different queries since its last
+        success, the policy learns it as a ``tool_error``; the outcome log still records ``caller_error``.
         """
         if not isinstance(tool_id, str) or not tool_id:
             raise UnknownToolError(tool_id)  # as passed: the message quotes it (short), str() may fail
         retry_after = _check_retry_after(retry_after)
         if isinstance(outcome, Outcome) and retry_after is not None:
-            outcome = Outcome(outcome.kind, retry_after)
+            outcome = Outcome(outcome.kind, retry_after, outcome.status)
         result = Outcome.of(outcome, retry_after)
         context = None
         query_hash = None
@@ -455,11 +475,17 @@ class Retriever:
             tool_id = self._known_id(tool_id)  # as the catalog spells it, whichever Unicode form was typed
             entry = self._by_id[tool_id]
             now = float(self._clock())
+            learned, learned_context = result, context
+            rule = self._retired_rule()
+            retired = not probe and rule.applies(result)
+            if retired and weigh(self._store, rule, tool_id, query_hash, now).counts:
+                # the evidence is about the tool (many queries, all answered "gone"), not about this query
+                learned, learned_context = Outcome(OutcomeKind.TOOL_ERROR, None, result.status), None
             fb = Feedback(
                 tool_id=tool_id,
-                outcome=result,
+                outcome=learned,
                 now=now,
-                context=context,
+                context=learned_context,
                 provider=entry.tool.provider_key,
                 probe=bool(probe),
             )
@@ -468,7 +494,7 @@ class Retriever:
                 if probe
                 else OutcomeRecord(now, tool_id, result.kind.value, query_hash, result.retry_after)
             )
-            counts = result.is_success or result.counts_against_tool
+            counts = learned.is_success or learned.counts_against_tool
             keys = list(self._policy.state_keys(fb)) if counts else []
 
             def update(current: Mapping[str, bytes]) -> dict[str, bytes]:
@@ -486,6 +512,17 @@ class Retriever:
             except BaseException:
                 self._undo_local(keys)  # the policy may hold a change the store refused
                 raise
+
+    def _retired_rule(self) -> RetiredRule:
+        """The rule for retired endpoints: this process's own, else the one saved with the index."""
+        if self._retired is not None:
+            return self._retired
+        try:
+            return RetiredRule.parse(self._meta.retired)
+        except ConfigError as exc:
+            raise IndexFormatError(
+                f"{setup.describe_db(self._store)}: the saved rule for retired endpoints is damaged ({exc})"
+            ) from None
 
     def probe_targets(self, budget: int = 3) -> list[str]:
         """Up to ``budget`` tool ids the policy wants health-checked now, most useful first: tools seen

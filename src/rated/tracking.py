@@ -244,7 +244,7 @@ def _mark_reported(exc: BaseException, tool_id: str) -> None:
 def _outcome(value: Outcome | OutcomeKind | str | bool, retry_after: float | None) -> Outcome:
     """As ``Retriever.feedback`` reads its arguments: a ``retry_after`` given replaces an Outcome's own."""
     if isinstance(value, Outcome) and retry_after is not None:
-        return Outcome(value.kind, retry_after)
+        return Outcome(value.kind, retry_after, value.status)
     return Outcome.of(value, retry_after)
 
 

@@ -18,6 +18,7 @@ from rated.errors import ConfigError, StoreError
 __all__ = [
     "CatalogChangedError",
     "CatalogStore",
+    "EvidenceStore",
     "IndexExistsError",
     "LastToolError",
     "OutcomeRecord",
@@ -215,4 +216,24 @@ class Store(StateStore, CatalogStore, Protocol):
 
     def outcome_stats(self, tool_ids: Sequence[str] | None = None) -> dict[str, OutcomeStats]:
         """Per-tool counts for ``tool_ids`` (every logged tool when None); tools never logged are absent."""
+        ...
+
+
+@runtime_checkable
+class EvidenceStore(Protocol):
+    """Evidence a retriever gathers across calls (``rated.retired``: a tool answering 404 to query after
+    query), kept apart from policy state: policies never see it, and an older rated reading the same store
+    never meets it. Blobs are the retriever's own (JSON); the memory, SQLite and Redis stores implement it.
+    A store without these methods gathers no evidence (the rules that need it stay off)."""
+
+    def load_evidence(self, key: str) -> bytes | None:
+        """The blob saved under ``key``, or None."""
+        ...
+
+    def update_evidence(self, key: str, update: Callable[[bytes | None], bytes | None]) -> None:
+        """Atomically: read the blob under ``key`` (None when there is none), call ``update`` with it and
+        save what it returns (None: drop the blob). Concurrent updates of one key lose nothing.
+
+        ``update`` may be called more than once (optimistic stores retry): it must depend only on its
+        input; the call whose result was saved is the last one."""
         ...

@@ -37,6 +37,7 @@ class MemoryStore:
         self._seq = 0
         self._catalog_version = 0
         self._log: list[OutcomeRecord] = []
+        self._evidence: dict[str, bytes] = {}
 
     # ---- meta and catalog --------------------------------------------------------------------------
     def get_meta(self) -> dict[str, Any]:
@@ -204,6 +205,19 @@ class MemoryStore:
     def outcome_stats(self, tool_ids: Sequence[str] | None = None) -> dict[str, OutcomeStats]:
         with self._lock:
             return summarise_outcomes(self._log, tool_ids)
+
+    # ---- evidence across calls (``EvidenceStore``) ---------------------------------------------------
+    def load_evidence(self, key: str) -> bytes | None:
+        with self._lock:
+            return self._evidence.get(key)
+
+    def update_evidence(self, key: str, update: Callable[[bytes | None], bytes | None]) -> None:
+        with self._lock:
+            new = update(self._evidence.get(key))
+            if new is None:
+                self._evidence.pop(key, None)
+            else:
+                self._evidence[key] = bytes(new)
 
     def close(self) -> None:
         return None

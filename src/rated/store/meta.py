@@ -2,7 +2,8 @@
 
 Stored as one JSON object in the store's meta table. It names the encoder (embeddings from another encoder
 are not comparable: ``open`` checks the identity), the policy and its parameters, the semantic-stage
-configuration, the retrieval limits and the prior's fitted statistics (so tools added later score alike).
+configuration, the retrieval limits, the prior's fitted statistics (so tools added later score alike) and
+the rule for retired endpoints (``rated.retired``).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class IndexMeta:
     max_query_chars: int = 10_000
     prior_stats: dict[str, float] = field(default_factory=dict)
     rated_version: str = ""
+    retired: dict[str, Any] = field(default_factory=dict)  # rated.retired.RetiredRule's fields; {}: defaults
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,6 +71,7 @@ class IndexMeta:
                 max_query_chars=int(data.get("max_query_chars", 10_000)),
                 prior_stats=dict(data.get("prior_stats", {})),
                 rated_version=str(data.get("rated_version", "")),
+                retired=dict(data.get("retired", {})),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(

@@ -573,6 +573,26 @@ class RedisStore:
         seq, catver = self._call(lambda: self._r.mget([self._k("seq"), self._k("catver")]))
         return (int(catver or 0) << 40) + int(seq or 0)
 
+    # ---- evidence across calls (``EvidenceStore``): one string key ``NAMESPACE:e:KEY`` each ----------
+    def load_evidence(self, key: str) -> bytes | None:
+        value = self._call(lambda: self._r.get(self._k(f"e:{key}")))
+        return None if value is None else bytes(value)
+
+    def update_evidence(self, key: str, update: Callable[[bytes | None], bytes | None]) -> None:
+        name = self._k(f"e:{key}")
+
+        def body(pipe: Any) -> Callable[[list[Any]], None]:
+            old = pipe.get(name)  # watched: another writer's change in between re-runs this
+            new = update(None if old is None else bytes(old))
+            pipe.multi()
+            if new is None:
+                pipe.delete(name)
+            else:
+                pipe.set(name, bytes(new))
+            return lambda replies: None
+
+        self._optimistic([name], body)
+
     # ---- outcome log -------------------------------------------------------------------------------
     def _log(self, start: int = 0) -> list[OutcomeRecord]:
         """The outcome log from index ``start`` (negative: that many from the end), oldest first."""

@@ -17,8 +17,9 @@ Tables: ``meta`` (format version, config JSON), ``tools`` (id, JSON record, posi
 (float32 blobs), ``prior``, ``policy_state`` (key -> blob, change number), ``outcomes`` (append-only log,
 all of it unless ``max_outcomes`` keeps only the newest records),
 ``outcome_counts`` (per-tool totals of that log, updated in the same transaction: ``rated tools`` reads one
-row per tool however long the log), ``counters`` (state change number, catalog version) and ``cached``
-(derived data such as the lexical index snapshot, made on first use).
+row per tool however long the log), ``counters`` (state change number, catalog version), ``cached``
+(derived data such as the lexical index snapshot, made on first use) and ``evidence`` (what a retriever
+gathers across calls, ``rated.retired``: made on first use, like ``cached``).
 """
 
 from __future__ import annotations
@@ -92,6 +93,8 @@ _DURABILITY = {"full": "FULL", "normal": "NORMAL"}
 # derived data any process can recompute (``load_cached``); not in _SCHEMA, so that opening an older
 # or read-only file never needs to write
 _CACHED_TABLE = "CREATE TABLE IF NOT EXISTS cached (name TEXT PRIMARY KEY, value BLOB NOT NULL)"
+# evidence across calls (``update_evidence``): made on first use too, so that older files open unchanged
+_EVIDENCE_TABLE = "CREATE TABLE IF NOT EXISTS evidence (key TEXT PRIMARY KEY, value BLOB NOT NULL)"
 # how long ``save_cached`` waits for another writer's lock: it runs inside a first search, and a cache not
 # saved now is saved by a later open; waiting busy_timeout there held up every request of the process
 _CACHED_WAIT = 0.1
@@ -523,6 +526,26 @@ class SQLiteStore:
         with self._lock, self._errors():
             (data_version,) = self._conn.execute("PRAGMA data_version").fetchone()
         return (int(data_version) << 32) + self._local_commits
+
+    # ---- evidence across calls (``EvidenceStore``) ---------------------------------------------------
+    def load_evidence(self, key: str) -> bytes | None:
+        try:
+            rows = self._read("SELECT value FROM evidence WHERE key = ?", (key,))
+        except StoreError as exc:
+            if "no such table" in str(exc):  # no evidence was ever gathered in this file
+                return None
+            raise
+        return bytes(rows[0][0]) if rows else None
+
+    def update_evidence(self, key: str, update: Callable[[bytes | None], bytes | None]) -> None:
+        with self._write() as conn:
+            conn.execute(_EVIDENCE_TABLE)
+            row = conn.execute("SELECT value FROM evidence WHERE key = ?", (key,)).fetchone()
+            new = update(None if row is None else bytes(row[0]))
+            if new is not None:
+                conn.execute("INSERT OR REPLACE INTO evidence (key, value) VALUES (?, ?)", (key, bytes(new)))
+            elif row is not None:
+                conn.execute("DELETE FROM evidence WHERE key = ?", (key,))
 
     # ---- outcome log -------------------------------------------------------------------------------
     def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:

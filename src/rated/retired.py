@@ -1,0 +1,245 @@
+"""Retired endpoints: evidence across calls that a tool's API is gone.
+
+A tool whose API was retired or moved answers 404 Not Found (or 410 Gone) to every call, whatever the
+arguments. One such answer is the caller's error (``rated.classify``: an argument naming no resource is far
+more common, and never the tool's fault). Many in a row, for many different requests, are not: the
+retriever then has the policy learn them as ``tool_error``, so agents are steered away, and the usual
+recovery (the belief relaxing with time, health probes) brings the tool back to be tried again.
+
+The rule (``RetiredRule``), weighed for each ``caller_error`` whose status is 404 or 410
+(``Outcome.status``: a status classified by ``outcome_from_status`` or ``call.report_status``, an
+exception carrying a response, ``status`` over HTTP, MCP and the CLI): it counts as a ``tool_error`` when
+the tool's 404/410s since its last logged success came from at least ``need`` different queries, all
+within ``window`` (seconds of the retriever's clock). A query counts once however often it was retried:
+one agent repeating one wrong id is one piece of evidence. A report without a query adds no evidence.
+Once the rule holds, each further 404/410 of the tool counts too, until the tool succeeds again (or the
+window holds too few queries).
+
+``need`` is ``after`` (default 3), raised for tools whose callers often err: ``k`` independent caller
+errors in a row have probability ``p**k`` at the tool's own caller-error rate ``p``, estimated from its
+outcome counts when the run began (``(caller_errors + 1) / (successes + caller_errors + 2)``), and ``need``
+is the least ``k >= after`` with ``p**k <= false_alarm`` (default 0.001). A live tool whose callers get
+404s for their own mistakes (hallucinated ids) then has at most about that share of its calls counted
+against it, which no policy notices; a retired tool with a clean history is caught after ``after``
+different queries, one with no history yet after 10. Random bad arguments without a 404/410 status (a
+400, a 422, a schema error, or a caller error reported by name) never count.
+
+The outcome log keeps what the agent reported (``caller_error``), so ``outcomes`` and ``rated tools``
+count calls as they went; the run records how many of them the policy learned as failures (``counted``)
+and the ``rated.retired`` logger warns when a run first counts. The evidence lives in the store
+(``EvidenceStore``), so the processes sharing it (replicas, the CLI, a service's workers) add to and read
+the same runs, atomically; a success is seen in the store's per-tool counts, so reporting one costs
+nothing more. Health probes do not end a run: they check the server, not the endpoint; a call that
+succeeds does.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from numbers import Integral, Real
+from typing import Any
+
+from rated.errors import ConfigError
+from rated.outcome import Outcome, OutcomeKind
+from rated.shown import shown
+from rated.store.base import EvidenceStore, Store
+
+__all__ = ["STATUSES", "RetiredRule", "RetiredRun", "Verdict", "load_run", "weigh"]
+
+log = logging.getLogger("rated.retired")
+
+STATUSES = frozenset({404, 410})  # the answers of an endpoint that is gone (RFC 9110 §15.5.5, §15.5.11)
+MAX_QUERIES = 100  # different queries a run remembers; a tool that would need more is never counted
+_KEY = "retired:"  # evidence key prefix: retired:TOOL_ID
+_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class RetiredRule:
+    """When a run of 404/410 caller errors counts against a tool (see the module doc).
+
+    ``after``: the fewest different queries (1 to ``MAX_QUERIES``); ``window``: seconds (of the
+    retriever's clock) that a 404/410 stays evidence; ``false_alarm``: the highest chance, at the tool's
+    own caller-error rate, that its callers' mistakes alone make a run that long (1: ``after`` alone
+    decides); ``enabled``: False switches the rule off."""
+
+    after: int = 3
+    window: float = 86_400.0
+    false_alarm: float = 1e-3
+    enabled: bool = True
+
+    def __post_init__(self) -> None:
+        after, window, alarm = self.after, self.window, self.false_alarm
+        if isinstance(after, bool) or not isinstance(after, Integral) or not 1 <= after <= MAX_QUERIES:
+            raise ConfigError(f"retired.after must be an integer from 1 to {MAX_QUERIES}, got {shown(after)}")
+        if isinstance(window, bool) or not isinstance(window, Real) or not 0 < window < math.inf:
+            raise ConfigError(f"retired.window must be a finite number of seconds > 0, got {shown(window)}")
+        if isinstance(alarm, bool) or not isinstance(alarm, Real) or not 0 < alarm <= 1:
+            raise ConfigError(f"retired.false_alarm must be a number in (0, 1], got {shown(alarm)}")
+        if not isinstance(self.enabled, bool):
+            raise ConfigError(f"retired.enabled must be True or False, got {shown(self.enabled)}")
+        object.__setattr__(self, "after", int(after))
+        object.__setattr__(self, "window", float(window))
+        object.__setattr__(self, "false_alarm", float(alarm))
+
+    @classmethod
+    def parse(cls, value: RetiredRule | Mapping[str, Any] | bool | None) -> RetiredRule:
+        """A rule from what users pass: None or True (the defaults), False (off), a ``RetiredRule``, or a
+        mapping of its fields (``{"after": 5}``; missing ones take their defaults)."""
+        if value is None or value is True:
+            return cls()
+        if value is False:
+            return cls(enabled=False)
+        if isinstance(value, RetiredRule):
+            return value
+        if not isinstance(value, Mapping):
+            raise ConfigError(
+                f"retired must be True, False, a RetiredRule or a mapping of its fields, got {shown(value)}"
+            )
+        unknown = sorted(str(k) for k in value if k not in cls.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(
+                f"unknown retired option(s): {', '.join(unknown)}; known: after, window, false_alarm, enabled"
+            )
+        return cls(**value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def applies(self, outcome: Outcome) -> bool:
+        """Whether ``outcome`` is evidence to weigh: a 404 or 410 caller error, with the rule on."""
+        return self.enabled and outcome.kind is OutcomeKind.CALLER_ERROR and outcome.status in STATUSES
+
+    def need(self, successes: int, caller_errors: int) -> int | None:
+        """How many different queries a run of a tool with these counts (before the run) needs; None when
+        more than ``MAX_QUERIES`` (its callers err so often that no run could tell)."""
+        p = (caller_errors + 1) / (successes + caller_errors + 2)
+        k = self.after
+        if self.false_alarm < 1:
+            # the least k with p**k <= false_alarm (the small margin keeps an exact power from rounding up)
+            k = max(k, math.ceil(math.log(self.false_alarm) / math.log(p) - 1e-9))
+        return k if k <= MAX_QUERIES else None
+
+
+@dataclass(frozen=True)
+class RetiredRun:
+    """A tool's unbroken run of 404/410 caller errors, as the store holds it.
+
+    ``successes`` / ``caller_errors``: the tool's logged counts when the run began (another success ends
+    it); ``since``: when its oldest evidence still in the window came; ``queries``: query hash -> the time
+    of its latest 404/410; ``counted``: how many of the run's 404/410s the policy learned as tool errors."""
+
+    successes: int
+    caller_errors: int
+    since: float
+    queries: dict[str, float] = field(default_factory=dict)
+    counted: int = 0
+
+    def to_bytes(self) -> bytes:
+        data = {"v": _FORMAT, "s": self.successes, "c": self.caller_errors, "since": self.since}
+        return json.dumps({**data, "q": self.queries, "n": self.counted}, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> RetiredRun | None:
+        """The run, or None for a blob that is not one (damaged, or of another format): evidence is
+        expendable, a new run starts."""
+        try:
+            data = json.loads(blob)
+            if data["v"] != _FORMAT:
+                return None
+            queries = {str(h): float(t) for h, t in data["q"].items()}
+            return cls(int(data["s"]), int(data["c"]), float(data["since"]), queries, int(data["n"]))
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What weighing one 404/410 found: whether it counts against the tool, the run after it (None: no
+    evidence kept) and whether it is the run's first that counts (``weigh`` has logged that)."""
+
+    counts: bool
+    run: RetiredRun | None = None
+    first: bool = False
+
+
+def weigh(store: Store, rule: RetiredRule, tool_id: str, query_hash: str | None, now: float) -> Verdict:
+    """Add one 404/410 caller error of ``tool_id`` (for the query hashed ``query_hash``, if any) to its run
+    in ``store`` and say whether it counts against the tool. A store that keeps no evidence: never."""
+    if not rule.enabled or not isinstance(store, EvidenceStore):
+        return Verdict(False)
+    stats = store.outcome_stats([tool_id]).get(tool_id)
+    successes, caller_errors = (0, 0) if stats is None else (stats.successes, stats.caller_errors)
+    found: list[Verdict] = []
+
+    def update(blob: bytes | None) -> bytes | None:
+        found.clear()  # may run more than once: the last run is the one saved
+        run = None if blob is None else RetiredRun.from_bytes(blob)
+        verdict = _advance(run, rule, successes, caller_errors, query_hash, now)
+        found.append(verdict)
+        return None if verdict.run is None else verdict.run.to_bytes()
+
+    store.update_evidence(_KEY + tool_id, update)
+    verdict = found[-1]
+    if verdict.first and verdict.run is not None:
+        log.warning(
+            "tool %r answered 404/410 to %d different queries in a row (the first at %s, no success since): "
+            "counted as tool_error until a call succeeds (a retired or moved endpoint?); the outcome log "
+            "keeps them as caller_error",
+            tool_id,
+            len(verdict.run.queries),
+            _when(verdict.run.since),
+        )
+    return verdict
+
+
+def load_run(store: Store, tool_id: str) -> RetiredRun | None:
+    """The run of ``tool_id`` the store holds now (None: none, or a store that keeps no evidence). It may
+    be over already: a success since, or evidence older than the window, ends it at the next 404/410."""
+    if not isinstance(store, EvidenceStore):
+        return None
+    blob = store.load_evidence(_KEY + tool_id)
+    return None if blob is None else RetiredRun.from_bytes(blob)
+
+
+def _advance(
+    run: RetiredRun | None,
+    rule: RetiredRule,
+    successes: int,
+    caller_errors: int,
+    query_hash: str | None,
+    now: float,
+) -> Verdict:
+    """The run after one more 404/410 (pure: the store's update calls it)."""
+    horizon = now - rule.window
+    queries: dict[str, float] = {}
+    expired = False
+    if run is not None and run.successes == successes:  # else a success since it began: start over
+        queries = {h: t for h, t in run.queries.items() if t >= horizon}
+        expired = len(queries) < len(run.queries)
+    if run is None or not queries:
+        run = RetiredRun(successes, caller_errors, now)
+    if query_hash is not None:
+        queries.pop(query_hash, None)
+        queries[query_hash] = now  # latest last: the oldest go first when the run is full
+        if len(queries) > MAX_QUERIES:
+            queries = dict(sorted(queries.items(), key=lambda item: item[1])[-MAX_QUERIES:])
+    if not queries:
+        return Verdict(False)  # nothing to remember: a report without a query starts no run
+    need = rule.need(run.successes, run.caller_errors)
+    counts = need is not None and len(queries) >= need
+    since = min(queries.values()) if expired else run.since
+    kept = RetiredRun(run.successes, run.caller_errors, since, queries, run.counted + int(counts))
+    return Verdict(counts, kept, counts and run.counted == 0)
+
+
+def _when(seconds: float) -> str:
+    """A time for the log: ISO 8601 in UTC when it looks like Unix seconds, else the clock's own number."""
+    if 1e9 <= seconds <= 1e10:
+        return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(timespec="seconds")
+    return f"{seconds:g}"

@@ -1,0 +1,44 @@
+"""``rated feedback --status 404`` from separate runs of the command: the evidence of a retired endpoint
+is kept in the database, so each run adds to what the others reported (``rated.retired``)."""
+
+from __future__ import annotations
+
+import json
+
+from rated.cli import main
+from rated.retired import load_run
+from rated.retriever import Retriever
+
+CATALOG = [
+    {"id": "mail.a", "name": "send_email", "description": "Send an email message"},
+    {"id": "mail.b", "name": "email_send", "description": "Send an email message"},
+]
+
+
+def run(capsys, *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_feedback_status_404_from_separate_runs_adds_up(tmp_path, capsys):
+    catalog, db = tmp_path / "cat.jsonl", tmp_path / "rated.db"
+    catalog.write_text("\n".join(json.dumps(t) for t in CATALOG) + "\n")
+    assert run(capsys, "index", catalog, "--db", db, "--encoder", "hash-64")[0] == 0
+    with Retriever.open(db) as r:  # a clean history: three different queries are enough
+        for i in range(20):
+            r.feedback("mail.a", "success", query=f"email number {i}")
+    for who in ("Ada", "Bob", "Cy"):
+        code, out, err = run(
+            capsys, "feedback", "mail.a", "--status", "404", "--query", f"email {who}", "--db", db, "--json"
+        )
+        assert code == 0, err
+        assert json.loads(out)["outcome"] == "caller_error"
+    with Retriever.open(db) as r:
+        run_ = load_run(r.store, "mail.a")
+        assert run_ is not None and len(run_.queries) == 3 and run_.counted == 1
+        assert r.health("mail.a").stats.caller_errors == 3 and r.health("mail.a").stats.failures == 0
+    code, out, _ = run(capsys, "feedback", "mail.a", "--status", "400", "--query", "email Dee", "--db", db)
+    assert code == 0 and "recorded caller_error (HTTP 400)" in out
+    with Retriever.open(db) as r:
+        assert load_run(r.store, "mail.a").counted == 1  # a 400 is no evidence

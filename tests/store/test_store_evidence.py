@@ -1,0 +1,157 @@
+"""``EvidenceStore`` (``load_evidence`` / ``update_evidence``) on every backend: atomic read-modify-write
+of a blob per key, None drops it, concurrent writers lose nothing, and policy state never sees it."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+import threading
+import uuid
+
+import pytest
+
+from rated.store.base import EvidenceStore, OutcomeRecord
+from rated.store.memory import MemoryStore
+from rated.store.sqlite import SQLiteStore
+
+N_THREADS, N_UPDATES = 4, 20
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("redis", marks=pytest.mark.redis)])
+def make_store(request, tmp_path):
+    """A factory of stores over one shared backend (each call: another connection, as another process)."""
+    made = []
+    namespace = f"t{uuid.uuid4().hex[:8]}"
+    memory = MemoryStore()
+
+    def make():
+        if request.param == "memory":
+            return memory
+        if request.param == "sqlite":
+            store = SQLiteStore(tmp_path / "rated.db", busy_timeout=30)
+        else:
+            from rated.store.redis import RedisStore
+
+            store = RedisStore(request.getfixturevalue("redis_url"), namespace=namespace, busy_timeout=30)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        store.close()
+
+
+def _count_up(blob: bytes | None) -> bytes:
+    return str(int(blob or b"0") + 1).encode()
+
+
+def test_implements_the_protocol(make_store):
+    assert isinstance(make_store(), EvidenceStore)
+
+
+def test_update_reads_what_was_saved_and_none_drops_it(make_store):
+    store = make_store()
+    assert store.load_evidence("retired:a") is None
+    seen = []
+
+    def remember(blob):
+        seen.append(blob)
+        return b"one" if blob is None else blob + b"+"
+
+    store.update_evidence("retired:a", remember)
+    store.update_evidence("retired:a", remember)
+    assert seen == [None, b"one"]
+    assert store.load_evidence("retired:a") == b"one+"
+    assert store.load_evidence("retired:b") is None  # keys are apart
+    store.update_evidence("retired:a", lambda blob: None)
+    assert store.load_evidence("retired:a") is None
+    store.update_evidence("retired:never", lambda blob: None)  # dropping nothing is fine
+    assert store.load_evidence("retired:never") is None
+
+
+def test_evidence_is_no_policy_state_and_no_outcome(make_store):
+    store = make_store()
+    store.update_evidence("retired:a", _count_up)
+    assert store.load_states() == {}
+    assert store.states_since(0) == ({}, 0)  # retrievers (and older rated versions) never meet it
+    assert store.outcomes(limit=None) == []
+    store.update_states(["a"], lambda cur: {"a": b"state"}, OutcomeRecord(1.0, "a", "success"))
+    assert store.load_evidence("retired:a") == b"1"
+
+
+def test_another_connection_sees_it(make_store):
+    writer, reader = make_store(), make_store()
+    writer.update_evidence("retired:a", _count_up)
+    assert reader.load_evidence("retired:a") == b"1"
+    reader.update_evidence("retired:a", _count_up)
+    assert writer.load_evidence("retired:a") == b"2"
+
+
+def test_concurrent_writers_lose_no_update(make_store):
+    stores = [make_store() for _ in range(N_THREADS)]
+    start = threading.Barrier(N_THREADS)
+    errors = []
+
+    def work(store):
+        try:
+            start.wait()
+            for _ in range(N_UPDATES):
+                store.update_evidence("retired:a", _count_up)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert stores[0].load_evidence("retired:a") == str(N_THREADS * N_UPDATES).encode()
+
+
+def _process_writer(path: str) -> None:
+    store = SQLiteStore(path, busy_timeout=30)
+    for _ in range(N_UPDATES):
+        store.update_evidence("retired:a", _count_up)
+    store.close()
+
+
+def test_sqlite_processes_lose_no_update(tmp_path):
+    path = str(tmp_path / "shared.db")
+    SQLiteStore(path).close()
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["rated.store.sqlite"])
+    procs = [ctx.Process(target=_process_writer, args=(path,)) for _ in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    with SQLiteStore(path) as store:
+        assert store.load_evidence("retired:a") == str(3 * N_UPDATES).encode()
+
+
+def test_sqlite_file_without_the_table_opens_unchanged_and_makes_it_on_first_update(tmp_path):
+    path = tmp_path / "old.db"
+    SQLiteStore(path).close()
+    names = lambda: {r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master")}  # noqa: E731
+    assert "evidence" not in names()  # opening writes no new table: older files stay as they were
+    with SQLiteStore(path, create=False) as store:
+        assert store.load_evidence("retired:a") is None
+        assert "evidence" not in names()
+        store.update_evidence("retired:a", _count_up)
+    assert "evidence" in names()
+    with SQLiteStore(path, create=False) as store:
+        assert store.load_evidence("retired:a") == b"1"
+
+
+def test_a_failing_update_saves_nothing(make_store):
+    store = make_store()
+    store.update_evidence("retired:a", _count_up)
+
+    def fail(blob):
+        raise RuntimeError("no")
+
+    with pytest.raises(RuntimeError):
+        store.update_evidence("retired:a", fail)
+    assert store.load_evidence("retired:a") == b"1"
