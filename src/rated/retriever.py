@@ -377,15 +377,9 @@ class Retriever:
         sem_arr, prior_arr = candidates.semantic, candidates.prior
         semantic, prior = sem_arr.tolist(), prior_arr.tolist()
         names = tuple(components)
+        converted = {id(sem_arr): semantic, id(prior_arr): prior}
         columns = [
-            v
-            if type(v) is list
-            else semantic
-            if v is sem_arr
-            else prior
-            if v is prior_arr
-            else _plain_floats(v)
-            for v in components.values()
+            v if type(v) is list else converted.get(id(v)) or _plain_floats(v) for v in components.values()
         ]
         per_hit = list(zip(*columns, strict=True)) if columns else [()] * len(where)
         bandit = None
@@ -404,7 +398,7 @@ class Retriever:
                     "healthy": healthy[i],
                     "degraded": degraded,
                     "rank": rank,
-                    "components": dict(zip(names, per_hit[i])),  # noqa: B905 (same length: per_hit is zip(*columns))
+                    "components": dict(zip(names, per_hit[i])),  # noqa: B905 (strict= costs 0.2 us; same length)
                 }
             )
             for rank, i in enumerate(order[:k], 1)
