@@ -1,17 +1,22 @@
 """Re-ranking cost alone: ``policy.rank`` on 300 prepared candidate sets (K = 10) of a 2,000-tool state
 warmed with 5,000 outcomes (providers of 3 tools, 5% rate limits), median thread CPU of 25 repeats, every
-policy in the same process (section 6 of docs/dynamic-benchmark.md).
+policy in the same process (section 6 of docs/dynamic-benchmark.md). ``--before REV`` adds RATED as it was
+at git revision REV (its policy module with the base and row modules of that revision), checked to give
+the same rankings.
 
     python docs/dynamic-benchmark/rerank_microbench.py
-    git show 1834d21:src/rated/policy/rated.py > /tmp/rated_before.py
-    python docs/dynamic-benchmark/rerank_microbench.py --before /tmp/rated_before.py   # + RATED as it was
+    python docs/dynamic-benchmark/rerank_microbench.py --before 1834d21   # + RATED as it was
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -19,9 +24,26 @@ from rated.outcome import Outcome
 from rated.policy import Candidates, Feedback, RatedPolicy, make_policy
 
 
+def policy_at(rev: str) -> type:
+    """``RatedPolicy`` of git revision ``rev``: ``rated/policy/{base,_rows,rated}.py`` of that revision as a
+    package of their own (a revision without ``_rows.py`` had none), the rest of ``rated`` shared."""
+    pkg = Path(tempfile.mkdtemp()) / "rated_policy_before"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name in ("base", "_rows", "rated"):
+        shown = subprocess.run(
+            ["git", "show", f"{rev}:src/rated/policy/{name}.py"], capture_output=True, text=True
+        )
+        if shown.returncode == 0:
+            text = shown.stdout.replace("rated.policy._rows", pkg.name + "._rows")
+            (pkg / f"{name}.py").write_text(text.replace("rated.policy.base", pkg.name + ".base"))
+    sys.path.insert(0, str(pkg.parent))
+    return importlib.import_module(pkg.name + ".rated").RatedPolicy
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--before", help="path of an older rated/policy/rated.py to time beside the current one")
+    ap.add_argument("--before", metavar="REV", help="git revision whose RATED to time beside the current one")
     a = ap.parse_args()
     rng = np.random.default_rng(0)
     d, n = 384, 2000
@@ -33,10 +55,7 @@ def main() -> None:
         "rated (utility 0.1)": RatedPolicy(utility=0.1, half_life=500),
     }
     if a.before:
-        spec = importlib.util.spec_from_file_location("rated_before", a.before)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        pols["rated before"] = mod.RatedPolicy()
+        pols["rated before"] = policy_at(a.before)()
     X = rng.normal(size=(3000, d)).astype(np.float32)
     X /= np.linalg.norm(X, axis=1, keepdims=True)
     kinds = ["success", "success", "success", "tool_error", "timeout", "auth_error"]
@@ -61,6 +80,13 @@ def main() -> None:
                 5000.0 + i * 3,
             )
         )
+    if a.before:  # the same rankings, or the timing compares different things
+        for c in cands:
+            now, then = pols["rated (paper fusion)"].rank(c), pols["rated before"].rank(c)
+            if now.order.tolist() != then.order.tolist() or now.scores.tolist() != then.scores.tolist():
+                raise SystemExit(
+                    f"RATED at {a.before} ranks otherwise than now: {then.scores} vs {now.scores}"
+                )
     times: dict[str, list[float]] = {k: [] for k in pols}
     for _ in range(25):
         for k, p in pols.items():
