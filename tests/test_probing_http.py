@@ -214,3 +214,23 @@ def test_a_proxy_that_fails_records_nothing(endpoint, monkeypatch):
     monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{port}")
     assert http_check(timeout=5)(tool("https://tools.test/api")) is None
     assert [method for method, _, _ in seen] == ["CONNECT"]
+
+
+def test_without_the_mcp_sdk_mcp_servers_tools_get_the_http_check_and_no_warning(
+    endpoint, monkeypatch, caplog
+):
+    from rated.errors import ConfigError
+    from rated.probing import default_check, mcp_check
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a)
+    )
+    with pytest.raises(ConfigError, match=r"needs the mcp SDK: pip install 'rated\[service\]'"):
+        mcp_check(timeout=5)
+    port, seen = endpoint()
+    with caplog.at_level(logging.WARNING, logger="rated.probing"):
+        check = default_check(timeout=5)
+    assert caplog.records == []  # the client extra: expected, not worth a warning
+    assert check(tool(f"http://{HOST}:{port}/mcp", source="mcp")).kind is OutcomeKind.SUCCESS
+    assert [method for method, _, _ in seen] == ["HEAD"]
