@@ -93,11 +93,11 @@ def test_select_gives_hits_with_their_live_objects(box):
     assert all(isinstance(s, Selected) for s in selected)
     assert {s.id for s in selected} == {"get_weather", "daily_forecast"}
     assert all(
-        s.tool is {"get_weather": get_weather, "daily_forecast": daily_forecast}[s.id] for s in selected
+        s.obj is {"get_weather": get_weather, "daily_forecast": daily_forecast}[s.id] for s in selected
     )
     assert [s.hit.rank for s in selected] == [1, 2]
     assert box.ids == ["get_weather", "daily_forecast", "send_email", "web_search", "create_issue"]
-    assert box.tool("send_email") is send_email and "web_search" in box and len(box) == 5
+    assert box.obj("send_email") is send_email and "web_search" in box and len(box) == 5
 
 
 # -------------------------------------------------------------------------------------------- calls
@@ -327,7 +327,7 @@ def test_unknown_ids_and_tools_without_a_callable_fail_before_anything_runs(box)
         box.run("web_search", {"query": "x"})
     assert CALLS == [] and box.retriever.outcomes(None) == []
     with pytest.raises(UnknownToolError):
-        box.tool("nope")
+        box.obj("nope")
 
 
 def test_selected_run_reports_for_the_query_it_was_selected_for(box):

@@ -372,7 +372,7 @@ def test_an_mcp_tool_is_selected_but_not_called():
     )
     with Toolbox([issue, multiply], encoder=HashEncoder(64)) as box:
         [best] = box.select("create an issue on GitHub", k=1)
-        assert (best.id, best.tool) == ("create_issue", issue)
+        assert (best.id, best.obj) == ("create_issue", issue)
         with pytest.raises(
             ConfigError, match="'create_issue' is an MCP tool, not a callable: call it through"
         ):

@@ -107,11 +107,12 @@ _CREWAI_NOT_THE_TOOL = frozenset({"usage_limit", "unknown_tool", "invalid_input"
 
 @dataclass(frozen=True)
 class Selected:
-    """A retrieved tool with its live object: ``hit`` (as ``Retriever.retrieve`` returns it), ``tool`` (the
-    object), and ``run`` / ``arun`` to call it, reported for the query it was selected for."""
+    """A retrieved tool with its live object: ``hit`` (as ``Retriever.retrieve`` returns it: ``hit.tool`` is
+    the ``Tool`` record), ``obj`` (your object), and ``run`` / ``arun`` to call it, reported for the query it
+    was selected for."""
 
     hit: Hit
-    tool: Any
+    obj: Any
     query: str
     _toolbox: Toolbox = field(repr=False, compare=False)
 
@@ -351,8 +352,9 @@ class Toolbox:
         """The tool ids of this toolbox, in the order of its objects."""
         return list(self._by_id)
 
-    def tool(self, tool_id: str) -> Any:
-        """The object of the tool ``tool_id``; ``UnknownToolError`` if no object here is it."""
+    def obj(self, tool_id: str) -> Any:
+        """Your object for the tool ``tool_id`` (``retriever.tool(tool_id)`` is its ``Tool`` record);
+        ``UnknownToolError`` if no object here is it."""
         entry = self._by_id.get(tool_id) if isinstance(tool_id, str) else None
         if entry is None:
             raise UnknownToolError(tool_id)
