@@ -79,8 +79,9 @@ class Metrics:
         )
         self.probes = Counter(
             "rated_probes_total",
-            "Health probes of suspected tools (RATED_PROBE_EVERY), by outcome ('unchecked': no http(s) "
-            "endpoint; 'not_recorded': the tool removed or the store busy meanwhile)",
+            "Health probes of suspected tools (RATED_PROBE_EVERY), by outcome ('unchecked': nothing to ask "
+            "(no http(s) endpoint, a stdio MCP server) or the probing host's own failure (untrusted "
+            "certificate, DNS, proxy); 'not_recorded': the tool removed or the store busy meanwhile)",
             ["outcome"],
             registry=own,
         )
