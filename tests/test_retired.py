@@ -126,6 +126,20 @@ def test_a_logged_success_ends_the_run() -> None:
     assert report_404(store, "e") is True
 
 
+def test_a_report_that_read_the_counts_before_a_newer_runs_success_joins_that_run() -> None:
+    store = MemoryStore()
+    log_outcome(store, "success")
+    weigh(store, PLAIN, "t", "a", 0.0)  # the run began after one success
+    stale = MemoryStore()  # what a writer that read the counts before that success saw: none
+    store_stats = store.outcome_stats
+
+    store.outcome_stats = stale.outcome_stats  # type: ignore[method-assign]
+    weigh(store, PLAIN, "t", "b", 0.0)
+    store.outcome_stats = store_stats  # type: ignore[method-assign]
+    run = load_run(store, "t")
+    assert run is not None and set(run.queries) == {"a", "b"} and run.successes == 1
+
+
 def test_other_outcomes_neither_add_nor_end_a_run() -> None:
     store = MemoryStore()
     report_404(store, "a"), report_404(store, "b")

@@ -29,8 +29,12 @@ count calls as they went; the run records how many of them the policy learned as
 and the ``rated.retired`` logger warns when a run first counts. The evidence lives in the store
 (``EvidenceStore``), so the processes sharing it (replicas, the CLI, a service's workers) add to and read
 the same runs, atomically; a success is seen in the store's per-tool counts, so reporting one costs
-nothing more. Health probes do not end a run: they check the server, not the endpoint; a call that
-succeeds does.
+nothing more (a 404/410 costs one more store transaction). A store without ``EvidenceStore``'s methods
+keeps no evidence: the rule stays off there. Health probes do not end a run: they check the server, not
+the endpoint; a call that succeeds does.
+
+Configured with the index (``Retriever.from_catalog(..., retired=...)``: a ``RetiredRule``, a mapping of
+its fields, or False to switch it off), or for one process (``Retriever.open(..., retired=...)``).
 """
 
 from __future__ import annotations
@@ -219,7 +223,9 @@ def _advance(
     horizon = now - rule.window
     queries: dict[str, float] = {}
     expired = False
-    if run is not None and run.successes == successes:  # else a success since it began: start over
+    # more successes logged than when the run began: one came in between, start over (fewer: this report
+    # read the counts before another writer's success began the run, which it joins)
+    if run is not None and successes <= run.successes:
         queries = {h: t for h, t in run.queries.items() if t >= horizon}
         expired = len(queries) < len(run.queries)
     if run is None or not queries:
