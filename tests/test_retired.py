@@ -218,3 +218,42 @@ def test_weigh_with_the_rule_off_touches_nothing() -> None:
     for q in ("a", "b", "c", "d"):
         assert weigh(store, RetiredRule(enabled=False), "t", q, 0.0).counts is False
     assert load_run(store, "t") is None
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b'{"v":1,"s":Infinity,"c":0,"since":0,"q":{"a":0},"n":0}',  # int(inf): OverflowError
+        b'{"v":1,"s":1e400,"c":0,"since":0,"q":{"a":0},"n":0}',
+        b'{"v":1,"s":0,"c":0,"since":NaN,"q":{"a":0},"n":0}',
+        b'{"v":1,"s":0,"c":0,"since":0,"q":{"a":NaN},"n":0}',
+        b'{"v":1,"s":0,"c":0,"since":0,"q":{"a":-Infinity},"n":0}',
+        b'{"v":1,"s":-1,"c":0,"since":0,"q":{"a":0},"n":0}',
+        b"[1, 2]",
+        b"\xff\xfe",
+    ],
+)
+def test_a_run_with_damaged_numbers_starts_over(blob: bytes) -> None:
+    store = MemoryStore()
+    store.update_evidence("retired:t", lambda old: blob)
+    assert load_run(store, "t") is None
+    assert report_404(store, "b") is False  # a new run, not a crash at every 404 of the tool
+    run = load_run(store, "t")
+    assert run is not None and run.queries == {"b": 0.0} and run.counted == 0
+
+
+def test_a_clock_gone_backwards_keeps_evidence_no_longer_than_a_window() -> None:
+    store, rule = MemoryStore(), RetiredRule(window=100, false_alarm=1.0)
+    report_404(store, "a", now=10_000.0, rule=rule)
+    report_404(store, "b", now=10_001.0, rule=rule)
+    # the clock is set back by far more than a window: the "future" evidence is not kept for ever
+    assert report_404(store, "c", now=500.0, rule=rule) is False
+    run = load_run(store, "t")
+    assert run is not None and run.queries == {"c": 500.0} and run.since == 500.0
+    # a small step back (another process's clock a little behind) keeps the run, at times no later
+    # than now, so that it expires a window after now at the latest
+    report_404(store, "d", now=505.0, rule=rule)
+    assert report_404(store, "e", now=503.0, rule=rule) is True
+    run = load_run(store, "t")
+    assert run is not None and max(run.queries.values()) <= 503.0 + 2
+    assert report_404(store, "f", now=700.0, rule=rule) is False  # all older than a window now

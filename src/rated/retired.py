@@ -153,13 +153,20 @@ class RetiredRun:
         """The run, or None for a blob that is not one (damaged, or of another format): evidence is
         expendable, a new run starts."""
         try:
-            data = json.loads(blob)
-            if data["v"] != _FORMAT:
+            data = json.loads(blob)  # non-UTF-8 bytes: UnicodeDecodeError, a ValueError
+            if not isinstance(data, dict) or data.get("v") != _FORMAT:
                 return None
-            queries = {str(h): float(t) for h, t in data["q"].items()}
-            return cls(int(data["s"]), int(data["c"]), float(data["since"]), queries, int(data["n"]))
+            counts = [data["s"], data["c"], data["n"]]
+            times = [data["since"], *data["q"].values()]
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
+        # JSON reads Infinity, NaN and 1e400: numbers no writer of ours made, refused like any damage
+        if not all(type(n) is int and n >= 0 for n in counts):
+            return None
+        if not all(type(t) in (int, float) and math.isfinite(t) for t in times):
+            return None
+        queries = {str(h): float(t) for h, t in data["q"].items()}
+        return cls(counts[0], counts[1], float(data["since"]), queries, counts[2])
 
 
 @dataclass(frozen=True)
@@ -222,12 +229,13 @@ def _advance(
     """The run after one more 404/410 (pure: the store's update calls it)."""
     horizon = now - rule.window
     queries: dict[str, float] = {}
-    expired = False
     # more successes logged than when the run began: one came in between, start over (fewer: this report
     # read the counts before another writer's success began the run, which it joins)
     if run is not None and successes <= run.successes:
-        queries = {h: t for h, t in run.queries.items() if t >= horizon}
-        expired = len(queries) < len(run.queries)
+        # a time after now: the clock went back (or another process's runs ahead). Within a window of
+        # now it counts as now, so it expires a window after now at the latest; further ahead it is
+        # dropped, or the run would outlive the window by however far the clock went back
+        queries = {h: min(t, now) for h, t in run.queries.items() if horizon <= t <= now + rule.window}
     if run is None or not queries:
         run = RetiredRun(successes, caller_errors, now)
     if query_hash is not None:
@@ -239,7 +247,7 @@ def _advance(
         return Verdict(False)  # nothing to remember: a report without a query starts no run
     need = rule.need(run.successes, run.caller_errors)
     counts = need is not None and len(queries) >= need
-    since = min(queries.values()) if expired else run.since
+    since = min(queries.values())  # the oldest evidence kept: older expired, or left a full run
     kept = RetiredRun(run.successes, run.caller_errors, since, queries, run.counted + int(counts))
     return Verdict(counts, kept, counts and run.counted == 0)
 
