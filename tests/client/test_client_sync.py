@@ -7,9 +7,10 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from rated import Outcome, OutcomeKind, tool_definitions
+from rated import Outcome, OutcomeKind, outcome_from_status, tool_definitions
 from rated.client import FeedbackResult, ServiceHealth, ServiceUnreachableError
 from rated.errors import ConfigError, QueryError, UnknownToolError
+from rated.retired import load_run
 from rated.retriever import Retriever
 
 QUERY = "send an email message"
@@ -219,3 +220,25 @@ def test_context_manager_closes_the_connection(connect):
     with pytest.raises(RuntimeError):  # httpx: a closed client sends nothing
         client.health()
     assert repr(client) == "RatedClient('http://rated.test')"
+
+
+def test_track_call_and_outcomes_keep_a_404s_status_for_the_retired_rule(client, retriever):
+    """A 404 seen by a tracked call (or reported as an Outcome classified from one) reaches the service
+    with its status, so the service weighs it as evidence of a retired endpoint (``rated.retired``)."""
+    with pytest.raises(httpx.HTTPStatusError), client.track("mail.a", query="send to ann"):
+        raise http_error(404)
+
+    def gone() -> None:
+        raise http_error(410)
+
+    with pytest.raises(httpx.HTTPStatusError):
+        client.call("mail.a", gone, query="send to bob")
+    client.feedback("mail.a", outcome_from_status(404), query="send to cy")
+    with client.track("mail.a", query="send to di") as call:
+        call.report_status(404)
+    run = load_run(retriever.store, "mail.a")
+    assert run is not None and len(run.queries) == 4
+    assert log(retriever) == [("caller_error", None)] * 4
+    # an outcome its status alone would not give (a 503 with a Retry-After) is sent by name, as before
+    client.feedback("mail.a", Outcome(OutcomeKind.RATE_LIMITED, 30.0, 503))
+    assert log(retriever)[-1] == ("rate_limited", 30.0)

@@ -22,6 +22,7 @@ import httpx
 
 from rated.catalog.export import ExportFormat, ToolDefinitions
 from rated.catalog.schema import Tool
+from rated.classify import outcome_from_status
 from rated.client.errors import ServiceError, error_from_answer
 from rated.errors import ConfigError, QueryError, RatedError, UnknownToolError
 from rated.hits import Hit, ToolHealth
@@ -160,6 +161,11 @@ def feedback(
         name = given.kind.value
         if retry_after is None and isinstance(outcome, Outcome):
             retry_after = given.retry_after
+        plain = status is None and headers is None and retry_after is None
+        if plain and given.status is not None and outcome_from_status(given.status).kind is given.kind:
+            # sent as the status it was classified from (a tracked call's 404), which the service classifies
+            # alike and keeps: a 404/410 is evidence of a retired endpoint (rated.retired) only with it
+            name, status = None, given.status
     sent_headers = None if headers is None else dict(headers)  # httpx.Headers, requests' CaseInsensitiveDict
     reported_outcome(name, status=status, headers=sent_headers, retry_after=retry_after)  # ConfigError now
     if query is not None:
