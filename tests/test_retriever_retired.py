@@ -211,6 +211,51 @@ def test_a_damaged_saved_rule_is_named_when_opened(tmp_path, clock) -> None:
         Retriever.open(path)
 
 
+def test_a_saved_rule_of_null_is_the_default_rule(tmp_path, clock) -> None:
+    path = tmp_path / "rated.db"
+    build(path, clock, retired={"after": 5, "false_alarm": 1.0}).close()
+    with Retriever.open(path) as r:
+        r.store.set_meta({**r.store.get_meta(), "retired": None})  # as a hand edit or another writer left it
+    with Retriever.open(path, clock=clock) as r:
+        assert r.meta.retired == {} and r._retired_rule() == RetiredRule()
+        for city in ("Rome", "Oslo", "Lima"):
+            r.feedback("weather", gone(), query=f"forecast for {city}")
+        assert top(r) == "weather.b"  # the default rule: three different queries
+
+
+def _three_404s_then(r: Retriever) -> None:
+    for city in ("Rome", "Oslo", "Lima"):
+        r.feedback("weather", gone(), query=f"forecast for {city}")
+    assert not r.health("weather").healthy and load_run(r.store, "weather") is not None
+
+
+@pytest.mark.parametrize("db", [None, "rated.db"])
+def test_a_tool_removed_and_added_again_starts_without_evidence(tmp_path, clock, db) -> None:
+    with build(db and tmp_path / db, clock, retired={"false_alarm": 1.0}) as r:
+        _three_404s_then(r)
+        r.remove_tools(["weather"])
+        assert load_run(r.store, "weather") is None
+        r.add_tools(
+            [Tool(id="weather", name="weather_forecast", description="Weather forecast, new endpoint")]
+        )
+        r.feedback("weather", gone(), query="forecast for Pune")  # its first call: the caller's mistake
+        run = load_run(r.store, "weather")
+        assert run is not None and len(run.queries) == 1 and run.counted == 0
+        assert r.health("weather").healthy
+
+
+def test_a_rebuilt_index_starts_without_evidence(tmp_path, clock) -> None:
+    path = tmp_path / "rated.db"
+    with build(path, clock, retired={"false_alarm": 1.0}) as r:
+        _three_404s_then(r)
+    with Retriever.from_catalog(
+        TOOLS, path, encoder=HashEncoder(64), clock=clock, overwrite=True, retired={"false_alarm": 1.0}
+    ) as r:
+        assert load_run(r.store, "weather") is None
+        r.feedback("weather", gone(), query="forecast for Pune")
+        assert load_run(r.store, "weather").counted == 0 and r.health("weather").healthy
+
+
 def test_two_retrievers_on_one_sqlite_file_share_the_evidence(tmp_path, clock) -> None:
     path = tmp_path / "rated.db"
     build(path, clock).close()

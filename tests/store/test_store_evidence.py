@@ -8,6 +8,7 @@ import sqlite3
 import threading
 import uuid
 
+import numpy as np
 import pytest
 
 from rated.store.base import EvidenceStore, OutcomeRecord
@@ -155,3 +156,59 @@ def test_a_failing_update_saves_nothing(make_store):
     with pytest.raises(RuntimeError):
         store.update_evidence("retired:a", fail)
     assert store.load_evidence("retired:a") == b"1"
+
+
+def _put(store, ids):
+    store.put_tools(
+        ids, [f'{{"id": "{i}"}}' for i in ids], np.ones((len(ids), 3), np.float32), np.ones(len(ids))
+    )
+
+
+def _gather(store, *keys):
+    for key in keys:
+        store.update_evidence(key, _count_up)
+
+
+def test_removing_a_tool_drops_its_evidence_and_keeps_the_others(make_store):
+    store, other = make_store(), make_store()
+    _put(store, ["a", "b", "a:x", "c"])
+    _gather(store, "retired:a", "other:a", "retired:b", "retired:a:x", "retired:c")
+    store.delete_tools(["a"], keep_one=True)
+    # another connection: what is gone is gone from the store, not from one connection's view
+    assert other.load_evidence("retired:a") is None
+    assert other.load_evidence("other:a") is None  # every kind of evidence about the tool
+    assert other.load_evidence("retired:b") == b"1"
+    assert other.load_evidence("retired:a:x") == b"1"  # another tool, whose id only starts alike
+    store.put_tools(["a"], ['{"id": "a"}'], np.ones((1, 3), np.float32), np.ones(1), delete=["b"])
+    assert other.load_evidence("retired:b") is None  # removed in the change that added "a"
+    assert other.load_evidence("retired:c") == b"1"
+    store.update_evidence("retired:a", _count_up)
+    assert other.load_evidence("retired:a") == b"1"  # the tool added again starts with none
+    store.delete_tools(["a:x", "c"])
+    assert [other.load_evidence(k) for k in ("retired:a:x", "retired:c")] == [None, None]
+
+
+def test_a_rebuild_and_clear_drop_all_evidence(make_store):
+    store, other = make_store(), make_store()
+    _put(store, ["a", "b"])
+    _gather(store, "retired:a", "retired:b")
+    store.replace_catalog(["a"], ['{"id": "a"}'], np.ones((1, 3), np.float32), np.ones(1), None, {"k": 1})
+    assert [other.load_evidence(k) for k in ("retired:a", "retired:b")] == [None, None]
+    _gather(store, "retired:a")
+    assert other.load_evidence("retired:a") == b"1"  # counted from nothing again
+    store.clear()
+    assert other.load_evidence("retired:a") is None
+    _gather(store, "retired:a")
+    assert other.load_evidence("retired:a") == b"1"
+
+
+def test_removing_tools_of_a_file_that_never_gathered_evidence_makes_no_table(tmp_path):
+    path = tmp_path / "old.db"
+    names = lambda: {r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master")}  # noqa: E731
+    with SQLiteStore(path) as store:
+        _put(store, ["a", "b", "c"])
+        store.delete_tools(["a"])
+        store.put_tools(["d"], ['{"id": "d"}'], np.ones((1, 3), np.float32), np.ones(1), delete=["b"])
+        store.replace_catalog(["a"], ['{"id": "a"}'], np.ones((1, 3), np.float32), np.ones(1), None, {})
+        store.clear()
+    assert "evidence" not in names()

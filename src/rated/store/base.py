@@ -144,12 +144,14 @@ class CatalogStore(Protocol):
         of replacing the first's tool. ``check_meta``: called with the stored settings inside the change;
         what it raises refuses the change (nothing stored), so that tools encoded for one index never land
         in another rebuilt meanwhile (another encoder). ``delete``: ids (not among ``ids``) to
-        remove with their policy state in the same change, as ``delete_tools(delete, keep_one=True)``.
+        remove with their policy state and evidence in the same change, as
+        ``delete_tools(delete, keep_one=True)``.
         """
         ...
 
     def delete_tools(self, ids: Sequence[str], *, keep_one: bool = False) -> int:
-        """Remove tools and any policy state stored under their ids; returns the new catalog version.
+        """Remove tools, any policy state stored under their ids and their evidence (``EvidenceStore``);
+        returns the new catalog version.
 
         No ids: nothing changes (the version stays). ``keep_one``: raise ``LastToolError`` (and change
         nothing) when no tool would remain, checked inside the change, so that two writers removing
@@ -158,7 +160,8 @@ class CatalogStore(Protocol):
         ...
 
     def clear(self) -> None:
-        """Drop the catalog, the config and every policy state (the outcome log is kept: it is history)."""
+        """Drop the catalog, the config, every policy state and all evidence (the outcome log is kept: it
+        is history)."""
         ...
 
     def replace_catalog(
@@ -224,7 +227,12 @@ class EvidenceStore(Protocol):
     """Evidence a retriever gathers across calls (``rated.retired``: a tool answering 404 to query after
     query), kept apart from policy state: policies never see it, and an older rated reading the same store
     never meets it. Blobs are the retriever's own (JSON); the memory, SQLite and Redis stores implement it.
-    A store without these methods gathers no evidence (the rules that need it stay off)."""
+    A store without these methods gathers no evidence (the rules that need it stay off).
+
+    Keys are ``KIND:TOOL_ID`` (``retired:weather``): evidence is about one tool and goes with it, in the
+    change that removes the tool (``delete_tools``, ``put_tools(delete=...)``), rebuilds the index
+    (``replace_catalog``) or clears it (``clear``). A tool removed and added again under its id starts
+    with none."""
 
     def load_evidence(self, key: str) -> bytes | None:
         """The blob saved under ``key``, or None."""

@@ -19,7 +19,7 @@ from rated.store.base import (
     OutcomeStats,
     StoredCatalog,
 )
-from rated.store.rows import check_tool_rows, empty_catalog_dim, refuse_clashes
+from rated.store.rows import check_tool_rows, empty_catalog_dim, evidence_of, refuse_clashes
 from rated.store.stats import recent_outcomes, summarise_outcomes
 
 __all__ = ["MemoryStore"]
@@ -118,6 +118,8 @@ class MemoryStore:
             if self._states.pop(tool_id, None) is not None:
                 self._seq += 1
                 self._state_seq.pop(tool_id, None)
+        for key in evidence_of(self._evidence, set(ids)):  # a tool added again later starts with none
+            del self._evidence[key]
 
     def clear(self) -> None:
         with self._lock:
@@ -129,6 +131,7 @@ class MemoryStore:
         self._tools.clear()
         self._states.clear()
         self._state_seq.clear()
+        self._evidence.clear()
         self._seq += 1
 
     def replace_catalog(

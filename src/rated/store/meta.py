@@ -71,7 +71,8 @@ class IndexMeta:
                 max_query_chars=int(data.get("max_query_chars", 10_000)),
                 prior_stats=dict(data.get("prior_stats", {})),
                 rated_version=str(data.get("rated_version", "")),
-                retired=dict(data.get("retired", {})),
+                # null (a hand edit, another writer) is no rule of its own: the defaults, like a missing key
+                retired=dict({} if data.get("retired") is None else data["retired"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise IndexFormatError(

@@ -57,6 +57,7 @@ from rated.store.rows import (
     decode_meta,
     decode_vector,
     empty_catalog_dim,
+    evidence_of,
     refuse_clashes,
 )
 from rated.store.stats import outcome_slot, recent_outcomes, summarise_outcomes
@@ -93,6 +94,7 @@ _MAX_OUTCOMES = 100_000
 _KEY_TYPES = {
     "format": "string", "meta": "string", "seq": "string", "catver": "string", "order": "zset",
     "changes": "zset", "tools": "hash", "emb": "hash", "prior": "hash", "ostats": "hash", "log": "list",
+    "evidence": "set",
 }  # fmt: skip
 
 
@@ -381,6 +383,7 @@ class RedisStore:
                     raise LastToolError(f"{self._where}: cannot remove every tool: an index needs one")
             last = pipe.zrange(order, -1, -1, withscores=True)
             top = float(last[0][1]) if last else -1.0
+            evidence = self._evidence_keys(pipe) if delete else []
             pipe.multi()
             for i, tool_id in enumerate(ids):
                 if scores[i] is None:
@@ -388,11 +391,12 @@ class RedisStore:
                     pipe.zadd(order, {tool_id: top})
                 self._queue_tool(pipe, tool_id, records[i], emb[i], float(prior[i]), details[i])
             if delete:
-                self._queue_delete(pipe, delete)
+                self._queue_delete(pipe, delete, evidence)
             pipe.incr(self._k("catver"))
             return _last_int
 
         watch = [order, self._k("meta")] if check_meta is not None else [order]
+        watch += [self._k("evidence")] if delete else []  # evidence gathered meanwhile goes too
         return int(self._optimistic(watch, body))
 
     def delete_tools(self, ids: Sequence[str], *, keep_one: bool = False) -> int:
@@ -404,32 +408,49 @@ class RedisStore:
         def body(pipe: Any) -> Callable[[list[Any]], int]:
             if keep_one and pipe.zcard(order) <= sum(s is not None for s in pipe.zmscore(order, list(ids))):
                 raise LastToolError(f"{self._where}: cannot remove every tool: an index needs at least one")
+            evidence = self._evidence_keys(pipe)
             pipe.multi()
-            self._queue_delete(pipe, ids)
+            self._queue_delete(pipe, ids, evidence)
             pipe.incr(self._k("catver"))
             return _last_int
 
-        return int(self._optimistic([order] if keep_one else [], body))
+        # the evidence set watched: evidence a tool gathers meanwhile goes with it
+        return int(self._optimistic([self._k("evidence")] + ([order] if keep_one else []), body))
 
-    def _queue_delete(self, pipe: Any, ids: Sequence[str]) -> None:
-        """Queue the removal of tools and their states (inside the caller's MULTI)."""
+    def _queue_delete(self, pipe: Any, ids: Sequence[str], evidence: Sequence[str]) -> None:
+        """Queue the removal of tools, their states and their evidence (inside the caller's MULTI;
+        ``evidence``: every evidence key, read under WATCH of the set holding them)."""
         pipe.zrem(self._k("order"), *ids)
         for name in ("tools", "emb", "prior"):
             pipe.hdel(self._k(name), *ids)
         pipe.delete(*(self._k(f"s:{t}") for t in ids))
         pipe.zrem(self._k("changes"), *ids)
+        gone = evidence_of(evidence, set(ids))  # a tool added again later starts with none
+        if gone:
+            pipe.delete(*(self._k(f"e:{key}") for key in gone))
+            pipe.srem(self._k("evidence"), *gone)
+
+    def _evidence_keys(self, pipe: Any) -> list[str]:
+        """Every evidence key (``update_evidence`` keeps them in a set), read on a watching pipeline."""
+        return [raw.decode() for raw in pipe.smembers(self._k("evidence"))]
+
+    def _queue_drop_evidence(self, pipe: Any, evidence: Sequence[str]) -> None:
+        """Queue the removal of all evidence (inside the caller's MULTI)."""
+        pipe.delete(self._k("evidence"), *(self._k(f"e:{key}") for key in evidence))
 
     def clear(self) -> None:
         def body(pipe: Any) -> Callable[[list[Any]], None]:
             names = pipe.zrange(self._k("changes"), 0, -1)  # watched: a state written meanwhile goes too
+            evidence = self._evidence_keys(pipe)  # watched too
             pipe.multi()
+            self._queue_drop_evidence(pipe, evidence)
             pipe.delete(*(self._k(n) for n in ("order", "tools", "emb", "prior", "meta", "changes")))
             if names:
                 pipe.delete(*(self._k(f"s:{n.decode()}") for n in names))
             pipe.incr(self._k("catver"))
             return lambda replies: None
 
-        self._optimistic([self._k("changes")], body)
+        self._optimistic([self._k("changes"), self._k("evidence")], body)
 
     def replace_catalog(
         self,
@@ -443,7 +464,8 @@ class RedisStore:
         expect_empty: bool = False,
     ) -> int:
         emb, details = check_tool_rows(ids, records, embeddings, prior, prior_detail)
-        watched = [self._k("changes")] + ([self._k("order"), self._k("meta")] if expect_empty else [])
+        watched = [self._k("changes"), self._k("evidence")]
+        watched += [self._k("order"), self._k("meta")] if expect_empty else []
 
         def body(pipe: Any) -> Callable[[list[Any]], int]:
             if expect_empty and (
@@ -451,7 +473,9 @@ class RedisStore:
             ):
                 raise IndexExistsError(f"{self.url} ({self.namespace}) already holds an index")
             names = pipe.zrange(self._k("changes"), 0, -1)
+            evidence = self._evidence_keys(pipe)
             pipe.multi()  # one MULTI/EXEC: replicas see the old index or the new one
+            self._queue_drop_evidence(pipe, evidence)
             pipe.delete(*(self._k(n) for n in ("order", "tools", "emb", "prior", "meta", "changes")))
             if names:
                 pipe.delete(*(self._k(f"s:{n.decode()}") for n in names))
@@ -573,7 +597,8 @@ class RedisStore:
         seq, catver = self._call(lambda: self._r.mget([self._k("seq"), self._k("catver")]))
         return (int(catver or 0) << 40) + int(seq or 0)
 
-    # ---- evidence across calls (``EvidenceStore``): one string key ``NAMESPACE:e:KEY`` each ----------
+    # ---- evidence across calls (``EvidenceStore``): one string key ``NAMESPACE:e:KEY`` each, and the
+    # set ``NAMESPACE:evidence`` of the KEYs, so that removing a tool finds its evidence ----------------
     def load_evidence(self, key: str) -> bytes | None:
         value = self._call(lambda: self._r.get(self._k(f"e:{key}")))
         return None if value is None else bytes(value)
@@ -587,8 +612,10 @@ class RedisStore:
             pipe.multi()
             if new is None:
                 pipe.delete(name)
+                pipe.srem(self._k("evidence"), key)
             else:
                 pipe.set(name, bytes(new))
+                pipe.sadd(self._k("evidence"), key)
             return lambda replies: None
 
         self._optimistic([name], body)

@@ -20,8 +20,15 @@ __all__ = [
     "decode_meta",
     "decode_vector",
     "empty_catalog_dim",
+    "evidence_of",
     "refuse_clashes",
 ]
+
+
+def evidence_of(keys: Iterable[str], tool_ids: Collection[str]) -> list[str]:
+    """The evidence keys (``KIND:TOOL_ID``, ``EvidenceStore``) among ``keys`` that are about one of
+    ``tool_ids``: what goes when those tools are removed."""
+    return [k for k in keys if k.partition(":")[2] in tool_ids]
 
 
 def check_max_outcomes(max_outcomes: Any) -> int | None:

@@ -51,6 +51,7 @@ from rated.store.rows import (
     decode_meta,
     decode_vector,
     empty_catalog_dim,
+    evidence_of,
     refuse_clashes,
 )
 from rated.store.stats import outcome_slot
@@ -336,6 +337,8 @@ class SQLiteStore:
                 raise IndexExistsError(f"{self.path} already holds an index")
             for table, _ in _TOOL_TABLES:
                 conn.execute(f"DELETE FROM {table}")
+            if _has_evidence(conn):
+                conn.execute("DELETE FROM evidence")
             conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('config', ?)", (text,))
             self._insert_tools(conn, ids, records, emb, prior, details)
             return self._bump_catalog(conn)
@@ -383,6 +386,9 @@ class SQLiteStore:
         params = [(t,) for t in ids]
         for table, column in _TOOL_TABLES:
             conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", params)
+        if _has_evidence(conn):  # their evidence too: a tool added again later starts with none
+            keys = evidence_of((r[0] for r in conn.execute("SELECT key FROM evidence")), set(ids))
+            conn.executemany("DELETE FROM evidence WHERE key = ?", [(k,) for k in keys])
         if keep_one and not conn.execute("SELECT EXISTS (SELECT 1 FROM tools)").fetchone()[0]:
             raise LastToolError(f"{self.path}: cannot remove every tool: an index needs at least one")
 
@@ -390,6 +396,8 @@ class SQLiteStore:
         with self._write() as conn:
             for table, _ in _TOOL_TABLES:
                 conn.execute(f"DELETE FROM {table}")
+            if _has_evidence(conn):
+                conn.execute("DELETE FROM evidence")
             conn.execute("DELETE FROM meta WHERE key = 'config'")
             self._bump_catalog(conn)
 
@@ -624,6 +632,14 @@ def _embedding_matrix(vectors: Sequence[bytes], dim: int, rows_at_once: int = 40
             chunk = b"".join(vectors[start : start + rows_at_once])
             flat[i * width : i * width + len(chunk)] = chunk
     return emb.astype(np.float32, copy=False)
+
+
+def _has_evidence(conn: sqlite3.Connection) -> bool:
+    """Whether the file has the ``evidence`` table (made on first use: deleting from it must not make it)."""
+    return (
+        conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'evidence'").fetchone()
+        is not None
+    )
 
 
 def _totals_rows(stats: Mapping[str, OutcomeStats]) -> list[tuple]:
