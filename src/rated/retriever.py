@@ -52,7 +52,7 @@ from rated.hits import Hit, ToolHealth
 from rated.index.semantic import SemanticIndex, dense_kind
 from rated.outcome import Outcome, OutcomeKind, finite_seconds
 from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking, all_finite
-from rated.retired import RetiredRule, weigh
+from rated.retired import STATUSES, RetiredRule, weigh
 from rated.shown import shown
 from rated.store.base import (
     CatalogChangedError,
@@ -470,9 +470,13 @@ class Retriever:
             entry = self._by_id[tool_id]
             now = float(self._clock())
             learned, learned_context = result, context
-            rule = self._retired_rule()
-            retired = not probe and rule.applies(result)
-            if retired and weigh(self._store, rule, tool_id, query_hash, now).counts:
+            # the rule is read only for a 404/410 (what it weighs), not on every feedback
+            rule = None if probe or result.status not in STATUSES else self._retired_rule()
+            if (
+                rule is not None
+                and rule.applies(result)
+                and weigh(self._store, rule, tool_id, query_hash, now).counts
+            ):
                 # the evidence is about the tool (many queries, all answered "gone"), not about this query
                 learned, learned_context = Outcome(OutcomeKind.TOOL_ERROR, None, result.status), None
             fb = Feedback(
