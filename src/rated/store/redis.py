@@ -96,6 +96,9 @@ _KEY_TYPES = {
     "changes": "zset", "tools": "hash", "emb": "hash", "prior": "hash", "ostats": "hash", "log": "list",
     "evidence": "set",
 }  # fmt: skip
+# evidence kinds written before the set NAMESPACE:evidence listed them (rated before eceefaf): removing a
+# tool deletes NAMESPACE:e:KIND:TOOL_ID of these by name too, registered or not
+_UNLISTED_EVIDENCE = ("retired",)
 
 
 def _import_redis() -> Any:
@@ -425,10 +428,10 @@ class RedisStore:
             pipe.hdel(self._k(name), *ids)
         pipe.delete(*(self._k(f"s:{t}") for t in ids))
         pipe.zrem(self._k("changes"), *ids)
-        gone = evidence_of(evidence, set(ids))  # a tool added again later starts with none
-        if gone:
-            pipe.delete(*(self._k(f"e:{key}") for key in gone))
-            pipe.srem(self._k("evidence"), *gone)
+        # a tool added again later starts with none; also evidence older stores never listed in the set
+        gone = list(dict.fromkeys([*evidence_of(evidence, set(ids)), *_unlisted_evidence(ids)]))
+        pipe.delete(*(self._k(f"e:{key}") for key in gone))
+        pipe.srem(self._k("evidence"), *gone)
 
     def _evidence_keys(self, pipe: Any) -> list[str]:
         """Every evidence key (``update_evidence`` keeps them in a set), read on a watching pipeline."""
@@ -438,10 +441,16 @@ class RedisStore:
         """Queue the removal of all evidence (inside the caller's MULTI)."""
         pipe.delete(self._k("evidence"), *(self._k(f"e:{key}") for key in evidence))
 
+    def _every_evidence_key(self, pipe: Any) -> list[str]:
+        """Every evidence key, read on a watching pipeline before MULTI: those listed in the set, and those
+        of the catalog's tools that stores before the set never listed (no writer adds such keys now)."""
+        ids = [raw.decode() for raw in pipe.zrange(self._k("order"), 0, -1)]
+        return list(dict.fromkeys([*self._evidence_keys(pipe), *_unlisted_evidence(ids)]))
+
     def clear(self) -> None:
         def body(pipe: Any) -> Callable[[list[Any]], None]:
             names = pipe.zrange(self._k("changes"), 0, -1)  # watched: a state written meanwhile goes too
-            evidence = self._evidence_keys(pipe)  # watched too
+            evidence = self._every_evidence_key(pipe)  # the set watched too
             pipe.multi()
             self._queue_drop_evidence(pipe, evidence)
             pipe.delete(*(self._k(n) for n in ("order", "tools", "emb", "prior", "meta", "changes")))
@@ -473,7 +482,7 @@ class RedisStore:
             ):
                 raise IndexExistsError(f"{self.url} ({self.namespace}) already holds an index")
             names = pipe.zrange(self._k("changes"), 0, -1)
-            evidence = self._evidence_keys(pipe)
+            evidence = self._every_evidence_key(pipe)
             pipe.multi()  # one MULTI/EXEC: replicas see the old index or the new one
             self._queue_drop_evidence(pipe, evidence)
             pipe.delete(*(self._k(n) for n in ("order", "tools", "emb", "prior", "meta", "changes")))
@@ -676,6 +685,11 @@ class RedisStore:
 
     def __repr__(self) -> str:
         return f"RedisStore({self.url!r}, namespace={self.namespace!r})"
+
+
+def _unlisted_evidence(tool_ids: Iterable[str]) -> list[str]:
+    """The evidence keys of ``tool_ids`` that stores before the set ``NAMESPACE:evidence`` held unlisted."""
+    return [f"{kind}:{tool_id}" for tool_id in tool_ids for kind in _UNLISTED_EVIDENCE]
 
 
 def _last_int(replies: list[Any]) -> int:
