@@ -35,6 +35,12 @@ the endpoint; a call that succeeds does.
 
 Configured with the index (``Retriever.from_catalog(..., retired=...)``: a ``RetiredRule``, a mapping of
 its fields, or False to switch it off), or for one process (``Retriever.open(..., retired=...)``).
+
+What the rule makes of a tool now (``RetiredStatus``: whether it holds, from how many different queries,
+how many it needs) is read from the same evidence, without writing: ``status_of`` for the tools of a
+retriever (what ``rated tools``, ``GET /tools`` and the dashboard show), ``current`` for a store, a rule
+and a time; ``counted_as`` says whether a report just recorded was counted as ``tool_error`` (what the
+feedback answers say).
 """
 
 from __future__ import annotations
@@ -43,17 +49,31 @@ import datetime
 import json
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from numbers import Integral, Real
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rated.errors import ConfigError
 from rated.outcome import Outcome, OutcomeKind
 from rated.shown import shown
-from rated.store.base import EvidenceStore, Store
+from rated.store.base import EvidenceStore, OutcomeStats, Store
 
-__all__ = ["STATUSES", "RetiredRule", "RetiredRun", "Verdict", "load_run", "weigh"]
+if TYPE_CHECKING:
+    from rated.retriever import Retriever
+
+__all__ = [
+    "STATUSES",
+    "RetiredRule",
+    "RetiredRun",
+    "RetiredStatus",
+    "Verdict",
+    "counted_as",
+    "current",
+    "load_run",
+    "status_of",
+    "weigh",
+]
 
 log = logging.getLogger("rated.retired")
 
@@ -216,6 +236,99 @@ def load_run(store: Store, tool_id: str) -> RetiredRun | None:
         return None
     blob = store.load_evidence(_KEY + tool_id)
     return None if blob is None else RetiredRun.from_bytes(blob)
+
+
+@dataclass(frozen=True)
+class RetiredStatus:
+    """A tool's run of 404/410 caller errors as the rule sees it now (``current``).
+
+    ``holds``: the rule counts the tool's 404/410s as ``tool_error`` now; ``queries``: the different
+    queries whose 404/410 is evidence (since the tool's last success, within the window); ``need``: how many
+    the rule needs for this tool (None: more than ``MAX_QUERIES``, so never); ``counted``: the run's
+    404/410s the policy learned as tool errors so far; ``since``: when its oldest evidence came."""
+
+    holds: bool
+    queries: int
+    need: int | None
+    counted: int
+    since: float
+
+    def describe(self) -> str:
+        """One line for people: ``404/410 from 3 different queries since the last success: counted as
+        tool_error (a retired endpoint?)``."""
+        seen = f"404/410 from {self.queries} different {'query' if self.queries == 1 else 'queries'}"
+        seen += " since the last success"
+        if self.holds:
+            return f"{seen}: counted as tool_error (a retired endpoint?)"
+        if self.need is None:
+            return f"{seen} (its callers err too often for a run to count)"
+        return f"{seen} ({self.need} count as a retired endpoint)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def current(
+    store: Store,
+    rule: RetiredRule,
+    tool_ids: Iterable[str],
+    now: float,
+    stats: Mapping[str, OutcomeStats] | None = None,
+) -> dict[str, RetiredStatus]:
+    """The tools among ``tool_ids`` that have a run of 404/410s at ``now``, with what ``rule`` makes of it
+    (read only: nothing is written). ``stats``: the tools' outcome counts when the caller has read them
+    already; a tool without caller errors, or whose last logged outcome is a success, then costs no read.
+    None (the counts of the tools with evidence are read): one evidence read per tool. Empty with the rule
+    off or a store that keeps no evidence."""
+    if not rule.enabled or not isinstance(store, EvidenceStore):
+        return {}
+    ids = list(tool_ids)
+    if stats is not None:  # a run needs a logged 404/410 (a caller error) and ends with a logged success
+        ids = [
+            t
+            for t in ids
+            if (s := stats.get(t)) is not None and s.caller_errors and s.last_outcome != "success"
+        ]
+    runs = {t: run for t in ids if (run := load_run(store, t)) is not None}
+    if stats is None:
+        stats = store.outcome_stats(list(runs)) if runs else {}
+    found = {}
+    for tool_id, run in runs.items():
+        counts = stats.get(tool_id)
+        status = _status(run, rule, 0 if counts is None else counts.successes, now)
+        if status is not None:
+            found[tool_id] = status
+    return found
+
+
+def status_of(
+    retriever: Retriever, tool_ids: Iterable[str], stats: Mapping[str, OutcomeStats] | None = None
+) -> dict[str, RetiredStatus]:
+    """``current`` for tools of ``retriever``, with the rule its feedback applies (its own, else the
+    index's) and its clock's time now."""
+    return current(retriever.store, retriever._retired_rule(), tool_ids, float(retriever._clock()), stats)
+
+
+def counted_as(reported: Outcome, status: RetiredStatus | None) -> OutcomeKind | None:
+    """What the policy learned a report as, when not as reported: ``tool_error`` for a 404/410 caller
+    error of a tool whose run holds (``status``: the tool's, read right after the report was recorded);
+    None otherwise."""
+    gone = reported.kind is OutcomeKind.CALLER_ERROR and reported.status in STATUSES
+    return OutcomeKind.TOOL_ERROR if gone and status is not None and status.holds else None
+
+
+def _status(run: RetiredRun, rule: RetiredRule, successes: int, now: float) -> RetiredStatus | None:
+    """What ``rule`` makes of ``run`` at ``now`` (None: over), judged as ``_advance`` would judge the
+    tool's next 404/410 for a query already in the run."""
+    if successes > run.successes:
+        return None  # a success since the run began ended it
+    horizon = now - rule.window
+    times = [min(t, now) for t in run.queries.values() if horizon <= t <= now + rule.window]
+    if not times:
+        return None
+    need = rule.need(run.successes, run.caller_errors)
+    holds = need is not None and len(times) >= need
+    return RetiredStatus(holds, len(times), need, run.counted, min(times))
 
 
 def _advance(
