@@ -9,7 +9,16 @@ import pytest
 from rated import Tool
 from rated.encode.testing import HashEncoder
 from rated.outcome import Outcome, OutcomeKind
-from rated.retired import RetiredRule, RetiredStatus, counted_as, current, load_run, status_of, weigh
+from rated.retired import (
+    RetiredRule,
+    RetiredStatus,
+    counted_as,
+    current,
+    load_run,
+    status_of,
+    weigh,
+    with_status,
+)
 from rated.retriever import Retriever
 from rated.store.base import OutcomeRecord
 from rated.store.memory import MemoryStore
@@ -132,7 +141,14 @@ def test_describe_and_to_dict() -> None:
         "404/410 from 1 different query since the last success (3 count as a retired endpoint)"
     )
     assert "err too often" in RetiredStatus(False, 4, None, 0, 5.0).describe()
-    assert holding.to_dict() == {"holds": True, "queries": 3, "need": 3, "counted": 1, "since": 5.0}
+    assert holding.to_dict() == {
+        "holds": True,
+        "queries": 3,
+        "need": 3,
+        "counted": 1,
+        "since": 5.0,
+        "summary": holding.describe(),
+    }
 
 
 TOOLS = [
@@ -157,3 +173,20 @@ def test_status_of_a_retriever_uses_its_rule_and_clock(tmp_path, clock, own_rule
             assert found["weather"].since == clock.t
         clock.t += 2 * 86_400  # the retriever's clock, not the wall clock, ages the evidence
         assert status_of(r, ["weather"]) == {}
+
+
+def test_with_status_fills_in_tool_health(clock) -> None:
+    with Retriever.from_catalog(
+        TOOLS, encoder=HashEncoder(64), clock=clock, retired={"false_alarm": 1.0}
+    ) as r:
+        for city in ("Rome", "Oslo", "Lima"):
+            r.feedback("weather", GONE, query=f"forecast for {city}")
+        for counted in (True, False):
+            health = with_status(r, r.tools(stats=counted), counted=counted)
+            found = {h.tool.id: h.retired for h in health}
+            assert found["mail"] is None and found["weather"] == RetiredStatus(True, 3, 3, 1, clock.t)
+        (one,) = with_status(r, [r.health("weather")])
+        assert one.to_dict()["retired"] == RetiredStatus(True, 3, 3, 1, clock.t).to_dict()
+        assert r.health("mail").to_dict()["retired"] is None
+        # health read without counts, passed as counted: nothing to go on, so no tool is read
+        assert all(h.retired is None for h in with_status(r, r.tools(stats=False)))

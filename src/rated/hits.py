@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rated.catalog.schema import Tool
 from rated.store.base import OutcomeStats
+
+if TYPE_CHECKING:
+    from rated.retired import RetiredStatus
 
 __all__ = ["Hit", "ToolHealth"]
 
@@ -61,13 +64,15 @@ class Hit:
 
 @dataclass(frozen=True)
 class ToolHealth:
-    """A tool with the policy's current view of it and its outcome counts (``Retriever.tools``)."""
+    """A tool with the policy's current view of it and its outcome counts (``Retriever.tools``), and its run
+    of 404/410s when it has one (``retired``: ``rated.retired.with_status`` fills it in)."""
 
     tool: Tool
     prior: float
     healthy: bool
     stats: OutcomeStats | None
     components: Mapping[str, float] = field(default_factory=dict)
+    retired: RetiredStatus | None = None
 
     def to_dict(self) -> dict[str, Any]:
         s = self.stats
@@ -83,4 +88,5 @@ class ToolHealth:
             "last_outcome": s.last_outcome if s else None,
             "last_time": s.last_time if s else None,
             "components": dict(self.components),
+            "retired": None if self.retired is None else self.retired.to_dict(),
         }

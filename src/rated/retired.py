@@ -49,8 +49,8 @@ import datetime
 import json
 import logging
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +60,7 @@ from rated.shown import shown
 from rated.store.base import EvidenceStore, OutcomeStats, Store
 
 if TYPE_CHECKING:
+    from rated.hits import ToolHealth
     from rated.retriever import Retriever
 
 __all__ = [
@@ -70,9 +71,11 @@ __all__ = [
     "Verdict",
     "counted_as",
     "current",
+    "is_evidence",
     "load_run",
     "status_of",
     "weigh",
+    "with_status",
 ]
 
 log = logging.getLogger("rated.retired")
@@ -265,7 +268,8 @@ class RetiredStatus:
         return f"{seen} ({self.need} count as a retired endpoint)"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Its fields, and ``summary``: ``describe()``."""
+        return {**asdict(self), "summary": self.describe()}
 
 
 def current(
@@ -309,12 +313,27 @@ def status_of(
     return current(retriever.store, retriever._retired_rule(), tool_ids, float(retriever._clock()), stats)
 
 
+def with_status(
+    retriever: Retriever, health: Sequence[ToolHealth], *, counted: bool = True
+) -> list[ToolHealth]:
+    """``health`` with each tool's ``retired`` status filled in (``status_of``). ``counted``: ``health``
+    holds the tools' outcome counts (``Retriever.tools()``, ``health(id)``), so that a tool without caller
+    errors, or whose last logged outcome is a success, costs no read; False for ``stats=False`` health."""
+    stats = {h.tool.id: h.stats for h in health if h.stats is not None} if counted else None
+    found = status_of(retriever, [h.tool.id for h in health], stats)
+    return [replace(h, retired=found[h.tool.id]) if h.tool.id in found else h for h in health]
+
+
+def is_evidence(outcome: Outcome) -> bool:
+    """Whether a report is what the rule weighs: a caller error whose status is 404 or 410."""
+    return outcome.kind is OutcomeKind.CALLER_ERROR and outcome.status in STATUSES
+
+
 def counted_as(reported: Outcome, status: RetiredStatus | None) -> OutcomeKind | None:
     """What the policy learned a report as, when not as reported: ``tool_error`` for a 404/410 caller
     error of a tool whose run holds (``status``: the tool's, read right after the report was recorded);
     None otherwise."""
-    gone = reported.kind is OutcomeKind.CALLER_ERROR and reported.status in STATUSES
-    return OutcomeKind.TOOL_ERROR if gone and status is not None and status.holds else None
+    return OutcomeKind.TOOL_ERROR if is_evidence(reported) and status is not None and status.holds else None
 
 
 def _status(run: RetiredRun, rule: RetiredRule, successes: int, now: float) -> RetiredStatus | None:

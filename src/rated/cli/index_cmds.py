@@ -10,7 +10,7 @@ import argparse
 import os
 import shlex
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -23,6 +23,9 @@ from rated.outcome import OutcomeKind
 from rated.shown import shown
 from rated.tool_filter import ToolFilter
 from rated.tool_filter_names import named_as
+
+if TYPE_CHECKING:
+    from rated.retired import RetiredStatus
 
 __all__ = ["add_db_argument", "register"]
 
@@ -260,6 +263,7 @@ def _search(args: argparse.Namespace) -> int:
 
 def _feedback(args: argparse.Namespace) -> int:
     from rated.reported import reported_outcome
+    from rated.retired import counted_as, is_evidence, status_of
     from rated.retriever import Retriever
 
     headers = None if args.headers is None else _headers(args.headers)
@@ -270,17 +274,23 @@ def _feedback(args: argparse.Namespace) -> int:
     with Retriever.open(args.db) as r:
         r.feedback(args.tool_id, reported, query=args.query)
         health = r.health(args.tool_id, stats=False)
+        # a 404/410: the tool's run of them now, and whether this one counted (rated.retired)
+        retired = status_of(r, [health.tool.id]).get(health.tool.id) if is_evidence(reported) else None
     outcome = reported.kind.value
+    learned = counted_as(reported, retired)
     if args.json:
-        print_json(
-            {
-                "tool_id": args.tool_id,
-                "outcome": outcome,
-                "retry_after": reported.retry_after,
-                "recorded": True,
-                "healthy": health.healthy,
-            }
-        )
+        answer: dict[str, Any] = {
+            "tool_id": args.tool_id,
+            "outcome": outcome,
+            "retry_after": reported.retry_after,
+            "recorded": True,
+            "healthy": health.healthy,
+        }
+        if learned is not None:  # as POST /feedback answers: only a 404/410 adds to it
+            answer["counted_as"] = learned.value
+        if retired is not None:
+            answer["retired"] = retired.to_dict()
+        print_json(answer)
     else:
         state = "healthy" if health.healthy else "[red]unhealthy[/]"
         notes = [f"HTTP {args.status}"] if args.status is not None else []
@@ -288,21 +298,28 @@ def _feedback(args: argparse.Namespace) -> int:
             notes.append(f"retry after {reported.retry_after:g} s")
         said = f" ({'; '.join(notes)})" if notes else ""
         console.print(f"recorded [bold]{outcome}[/]{said} for [bold]{escape(args.tool_id)}[/]; now {state}")
+        if retired is not None:  # a 404/410: how the retired-endpoint rule weighed it
+            line = f"retired-endpoint rule: {escape(retired.describe())}"
+            if learned is not None:
+                line = f"[red]{line}[/]; the outcome log keeps {outcome}"
+            console.print(line, soft_wrap=True, highlight=False)
     return 0
 
 
 def _tools(args: argparse.Namespace) -> int:
+    from rated.retired import with_status
     from rated.retriever import Retriever
     from rated.retriever_setup import describe_db
 
     with Retriever.open(args.db) as r:
-        rows = [t for t in r.tools() if not (args.unhealthy and t.healthy)]
+        rows = [t for t in with_status(r, r.tools()) if not (args.unhealthy and t.healthy)]
     if args.json:
         print_json([t.to_dict() for t in rows])
         return 0
     what = f"{len(rows)} unhealthy tools" if args.unhealthy else f"{len(rows)} tools"
     table = Table(title=f"{what} in {escape(describe_db(args.db))}", title_justify="left")
-    for col in ("tool", "source", "prior", "healthy", "ok", "failed", "caller err", "last outcome"):
+    cols = ("tool", "source", "prior", "healthy", "ok", "failed", "caller err", "last outcome", "retired")
+    for col in cols:
         table.add_column(
             col,
             justify="right" if col in ("prior", "ok", "failed", "caller err") else "left",
@@ -319,8 +336,16 @@ def _tools(args: argparse.Namespace) -> int:
             str(d["failures"]),
             str(d["caller_errors"]),
             d["last_outcome"] or "",
+            _retired(t.retired),
         )
     console.print(table)
+    if any(t.retired is not None for t in rows):
+        console.print(
+            "retired: different queries answered 404/410 since the tool's last success / how many the rule "
+            "needs; yes: counted as tool_error until a call succeeds (a retired endpoint? rated.retired)",
+            soft_wrap=True,
+            highlight=False,
+        )
     return 0
 
 
@@ -361,6 +386,15 @@ def _encoder(spec: str, progress: bool) -> Any:
     from rated.encode.onnx import OnnxEncoder
 
     return OnnxEncoder.load(spec)
+
+
+def _retired(status: RetiredStatus | None) -> str:
+    """The retired column: ``yes 3/3`` when the rule holds (different queries / how many it needs),
+    ``no 1/3`` (``no 4/-``: it never could), or empty (no run)."""
+    if status is None:
+        return ""
+    of = f"{status.queries}/{'-' if status.need is None else status.need}"
+    return f"[red]yes[/] {of}" if status.holds else f"no {of}"
 
 
 def _f(value: float | None) -> str:

@@ -1,6 +1,6 @@
 """Each call of the client as one ``Call``: the HTTP request it makes and how its answer becomes rated's own
-types (``Hit``, ``ToolDefinitions``, ``ToolHealth``, ``Outcome``), written once for the sync and async
-clients, which only send it.
+types (``Hit``, ``ToolDefinitions``, ``ToolHealth``, ``Outcome``, ``RetiredStatus``), written once for
+the sync and async clients, which only send it.
 
 Arguments are checked here, before anything is sent, where the check needs no index: a query that is not
 text or blank (``QueryError``), an outcome name, status, headers or retry_after that ``Retriever.feedback``
@@ -28,6 +28,7 @@ from rated.errors import ConfigError, QueryError, RatedError, UnknownToolError
 from rated.hits import Hit, ToolHealth
 from rated.outcome import Outcome, OutcomeKind
 from rated.reported import reported_outcome
+from rated.retired import RetiredStatus
 from rated.shown import shown
 from rated.store.base import OutcomeStats
 from rated.tool_filter import ToolFilter
@@ -52,12 +53,18 @@ Retrieved = list[Hit] | ToolDefinitions
 @dataclass(frozen=True)
 class FeedbackResult:
     """What the service recorded: the outcome (with ``status``, what it was classified as, and the wait of
-    a rate limit) and the tool's health right after it (None if the tool was removed since)."""
+    a rate limit) and the tool's health right after it (None if the tool was removed since).
+
+    For a 404/410 (``rated.retired``): ``retired``, the tool's run of them right after this report (None:
+    no run, or another report), and ``counted_as``, ``OutcomeKind.TOOL_ERROR`` when the run holds, so the
+    policy learned this report as a tool error while the outcome log keeps ``outcome`` (None otherwise)."""
 
     tool_id: str  # as the catalog spells it
     outcome: Outcome
     healthy: bool | None
     recorded: bool = True
+    counted_as: OutcomeKind | None = None
+    retired: RetiredStatus | None = None
 
 
 @dataclass(frozen=True)
@@ -273,16 +280,34 @@ def _tool_health(row: Mapping[str, Any]) -> ToolHealth:
         healthy=bool(row["healthy"]),
         stats=stats,
         components={str(name): float(value) for name, value in row["components"].items()},
+        retired=_retired(row.get("retired")),  # absent from an older service's answer
     )
 
 
 def _feedback_result(body: Any) -> FeedbackResult:
     healthy = body["healthy"]
+    learned = body.get("counted_as")  # absent from an older service's answer, as retired
     return FeedbackResult(
         tool_id=str(body["tool_id"]),
         outcome=Outcome(OutcomeKind(body["outcome"]), body["retry_after"]),
         healthy=None if healthy is None else bool(healthy),
         recorded=bool(body["recorded"]),
+        counted_as=None if learned is None else OutcomeKind(learned),
+        retired=_retired(body.get("retired")),
+    )
+
+
+def _retired(row: Mapping[str, Any] | None) -> RetiredStatus | None:
+    """A tool's run of 404/410s as the service gives it (its ``summary`` is ``describe()``)."""
+    if row is None:
+        return None
+    need = row["need"]
+    return RetiredStatus(
+        holds=bool(row["holds"]),
+        queries=int(row["queries"]),
+        need=None if need is None else int(need),
+        counted=int(row["counted"]),
+        since=float(row["since"]),
     )
 
 

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 
 from rated.errors import ConfigError, StoreError, UnknownToolError
 from rated.reported import reported_outcome
+from rated.retired import counted_as, is_evidence, status_of
 from rated.retriever import Retriever
-from rated.service.schemas import FeedbackOut
+from rated.service.schemas import FeedbackOut, RetiredOut
 from rated.service.settings import Settings
 
 __all__ = ["checked_k", "record_feedback"]
@@ -32,19 +33,26 @@ def record_feedback(
     retry_after: float | None = None,
 ) -> FeedbackOut:
     """Resolve the outcome (a name, or the tool's HTTP status classified: ``reported_outcome``), persist
-    it, and answer with what was recorded and the tool's health right after it."""
+    it, and answer with what was recorded and the tool's health right after it; for a 404/410, the tool's
+    run of them (``rated.retired``) and whether the policy counted this one as a tool error."""
     reported = reported_outcome(outcome, status=status, headers=headers, retry_after=retry_after)
     retriever.feedback(tool_id, reported, query=query)
+    retired = None
     try:
         health = retriever.health(tool_id, stats=False)
+        if is_evidence(reported):  # a 404/410: whether the tool's run holds now (rated.retired)
+            retired = status_of(retriever, [health.tool.id]).get(health.tool.id)
     except (UnknownToolError, StoreError):  # removed, or the index rebuilt, since the outcome was recorded:
         healthy: bool | None = None  # an error now would have the caller report (and record) it twice
     else:
         healthy, tool_id = health.healthy, health.tool.id  # as the catalog spells it (Unicode form)
+    learned = counted_as(reported, retired)
     return FeedbackOut(
         recorded=True,
         tool_id=tool_id,
         outcome=reported.kind.value,
         retry_after=reported.retry_after,
         healthy=healthy,
+        counted_as=None if learned is None else learned.value,
+        retired=RetiredOut.of(retired),
     )

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from rated.catalog.export import ExportFormat, tool_definitions
 from rated.catalog.schema import AuthType
+from rated.retired import RetiredStatus
 from rated.retriever import Hit, ToolHealth
 from rated.service.filter_values import FilterValue
 from rated.service.tool_headers import ToolHeaders
@@ -22,6 +23,7 @@ __all__ = [
     "FeedbackOut",
     "HealthOut",
     "HitOut",
+    "RetiredOut",
     "RetrieveIn",
     "RetrieveManyIn",
     "RetrieveManyOut",
@@ -237,6 +239,27 @@ class RetrieveManyOut(BaseModel):
     results: list[RetrieveOut]
 
 
+class RetiredOut(BaseModel):
+    """A tool's run of 404/410 caller errors (a retired or moved endpoint answers every call so): once it
+    came from ``need`` different queries since the tool's last success, each 404/410 counts as tool_error."""
+
+    holds: bool = Field(description="the rule counts the tool's 404/410s as tool_error now")
+    queries: int = Field(
+        description="different queries answered 404/410 since its last success (in the window)"
+    )
+    need: int | None = Field(
+        description="how many the rule needs for this tool (more for one whose callers often err; null: "
+        "they err too often for a run to count)"
+    )
+    counted: int = Field(description="404/410s of this run the policy learned as tool_error")
+    since: float = Field(description="when the oldest of that evidence came (the retriever's clock, seconds)")
+    summary: str = Field(description="the same in words, e.g. '404/410 from 3 different queries since ...'")
+
+    @classmethod
+    def of(cls, status: RetiredStatus | None) -> RetiredOut | None:
+        return None if status is None else cls(**status.to_dict())
+
+
 class FeedbackOut(BaseModel):
     recorded: bool
     tool_id: str
@@ -248,6 +271,23 @@ class FeedbackOut(BaseModel):
     healthy: bool | None = Field(
         description="the policy's view of the tool right after this outcome (null if it was removed since)"
     )
+    counted_as: str | None = Field(
+        default=None,
+        description="what the policy learned this report as, when not as recorded: tool_error when a "
+        "404/410 came while the tool's run of them holds (a retired endpoint, see retired; the outcome log "
+        "keeps outcome); absent otherwise",
+    )
+    retired: RetiredOut | None = Field(
+        default=None,
+        description="for a 404/410: the tool's run of them right after this report (absent: another "
+        "report, or no run)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_retired(self, handler: SerializerFunctionWrapHandler):
+        """Only a 404/410 adds to the answer (no nulls otherwise: it stays what it was, and short for
+        agents). (No return annotation, as ``HitOut``'s.)"""
+        return _without_nulls(handler(self), "counted_as", "retired")
 
 
 class ToolOut(BaseModel):
@@ -262,10 +302,20 @@ class ToolOut(BaseModel):
     last_outcome: str | None
     last_time: float | None
     components: dict[str, float]
+    retired: RetiredOut | None = Field(
+        default=None,
+        description="its run of 404/410 caller errors since its last success (absent: none): holds says "
+        "whether they count as tool_error now (a retired endpoint)",
+    )
+
+    @model_serializer(mode="wrap")
+    def _without_retired(self, handler: SerializerFunctionWrapHandler):
+        """A tool without a run is listed as before (no null). (No return annotation, as ``HitOut``'s.)"""
+        return _without_nulls(handler(self), "retired")
 
     @classmethod
     def of(cls, health: ToolHealth) -> ToolOut:
-        return cls(**health.to_dict())
+        return cls(**{**health.to_dict(), "retired": RetiredOut.of(health.retired)})
 
 
 class ToolsOut(BaseModel):
@@ -302,6 +352,15 @@ class HealthOut(BaseModel):
         default=False,
         description="the index was rebuilt with another encoder or policy: the next request reopens it",
     )
+
+
+def _without_nulls(out: Any, *names: str) -> Any:
+    """A model's serialized ``out`` without the fields ``names`` that are null."""
+    if isinstance(out, dict):
+        for name in names:
+            if out.get(name, 0) is None:
+                del out[name]
+    return out
 
 
 class ErrorOut(BaseModel):

@@ -1,6 +1,7 @@
-"""``GET /tools`` and ``GET /tools/{tool_id}``: indexed tools with their current health; ``POST /tools``,
-``PUT /tools`` and ``DELETE /tools/{tool_id}``: change the catalog of the live index, keeping every other
-tool's learned state (``PUT`` syncs it with a whole catalog: added, updated in place, optionally pruned).
+"""``GET /tools`` and ``GET /tools/{tool_id}``: indexed tools with their current health (and a tool's run
+of 404/410s when it has one, ``rated.retired``); ``POST /tools``, ``PUT /tools`` and
+``DELETE /tools/{tool_id}``: change the catalog of the live index, keeping every other tool's learned
+state (``PUT`` syncs it with a whole catalog: added, updated in place, optionally pruned).
 
 The writes are ``Retriever.add_tools`` / ``sync_tools`` / ``remove_tools`` through ``Reopening`` like every
 route: plain ``def`` handlers, so the encoding of new tools runs in the thread pool, not on the event loop.
@@ -16,6 +17,7 @@ from fastapi import APIRouter
 
 from rated.catalog.loaders import load_catalog
 from rated.catalog_sync import SyncReport
+from rated.retired import with_status
 from rated.retriever import Retriever
 from rated.service.deps import MetricsDep, ServingDep
 from rated.service.routes._errors import BODY, responses
@@ -36,7 +38,8 @@ router = APIRouter(prefix="/tools", tags=["tools"])
 
 @router.get("", response_model=ToolsOut, responses=responses(422, 503))
 def list_tools(serving: ServingDep, unhealthy: bool = False) -> ToolsOut:
-    rows = [ToolOut.of(t) for t in serving.call(lambda r: r.tools()) if not (unhealthy and t.healthy)]
+    health = serving.call(lambda r: with_status(r, r.tools()))
+    rows = [ToolOut.of(t) for t in health if not (unhealthy and t.healthy)]
     return ToolsOut(count=len(rows), data=rows)
 
 
@@ -72,7 +75,7 @@ def sync_tools(body: ToolsSyncIn, serving: ServingDep, metrics: MetricsDep) -> T
 
 @router.get("/{tool_id:path}", response_model=ToolOut, responses=responses(404, 422, 503))
 def get_tool(tool_id: str, serving: ServingDep) -> ToolOut:
-    return ToolOut.of(serving.call(lambda r: r.health(tool_id)))
+    return ToolOut.of(serving.call(lambda r: with_status(r, [r.health(tool_id)])[0]))
 
 
 @router.delete("/{tool_id:path}", response_model=ToolRemovedOut, responses=responses(404, 409, 422, 503))
