@@ -12,10 +12,13 @@ from the wheels (``pip download --no-deps llama-index-core crewai``):
   ``requires_context`` / ``ctx_param_name`` (a ``Context`` parameter, left out of ``fn_schema``; ``call``
   raises ``ValueError`` without it), ``call(*args, **kwargs)`` calling the function unchecked, ``acall``).
 - crewai 1.15.30, ``crewai/tools/base_tool.py``: ``BaseTool`` (a pydantic model: ``name``,
-  ``description``, ``args_schema``; ``run(*args, **kwargs)`` validates keyword arguments with
-  ``args_schema`` and raises ``ValueError(...) from`` the ``ValidationError``, then calls ``_run``;
-  ``arun`` likewise with ``_arun``); ``tool_failure.py``: ``ToolFailure`` (``message``, ``reason``, a
-  ``ToolFailureReason`` str enum).
+  ``description``, ``args_schema``, made from ``_run``'s named parameters when not given (``*args`` and
+  ``**kwargs`` left out); ``run(*args, **kwargs)`` validates keyword arguments with ``args_schema`` when it
+  has fields, raising ``ValueError(...) from`` the ``ValidationError``, and passes them on unchecked
+  when it has none, then calls ``_run``; ``arun`` likewise with ``_arun``), ``Tool`` (``func``, which its
+  ``run`` calls) and the ``tool`` decorator making one (``args_schema`` from the function's named
+  parameters); ``tool_failure.py``: ``ToolFailure`` (``message``, ``reason``, a ``ToolFailureReason`` str
+  enum).
 
 Imported by the toolbox and catalog-object tests by this unique module name (``tests/`` is on the path:
 its conftest lives there).
@@ -24,11 +27,13 @@ its conftest lives there).
 from __future__ import annotations
 
 import asyncio
+import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 # ---------------------------------------------------------------------------------------- LlamaIndex
 
@@ -225,6 +230,13 @@ class CrewBaseTool(BaseModel):
     description: str = Field(description="Used to tell the model how/when/why to use the tool.")
     args_schema: type[BaseModel] = Field(default=_ArgsSchemaPlaceholder, validate_default=True)
 
+    @field_validator("args_schema", mode="before")
+    @classmethod
+    def _default_args_schema(cls, v: Any) -> type[BaseModel]:
+        if isinstance(v, type) and v is not _ArgsSchemaPlaceholder:
+            return v
+        return create_model(f"{cls.__name__}Schema", **_fields(inspect.signature(cls._run), skip="self"))
+
     def _validate_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         if self.args_schema is not None and self.args_schema.model_fields:
             try:
@@ -252,3 +264,35 @@ class CrewBaseTool(BaseModel):
 
     def _run(self, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
+
+
+class CrewTool(CrewBaseTool):
+    """crewai.tools.base_tool.Tool: ``run`` validates as ``BaseTool.run`` does, then calls ``func``."""
+
+    func: Callable[..., Any]
+
+    def run(self, *args: Any, **kwargs: Any) -> Any:
+        if not args:
+            kwargs = self._validate_kwargs(kwargs)
+        return self.func(*args, **kwargs)
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+
+def crew_tool(f: Callable[..., Any]) -> CrewTool:
+    """crewai's ``@tool`` (without a name): a ``Tool`` whose ``args_schema`` is ``f``'s named parameters."""
+    name = f.__name__
+    schema = create_model("".join(name.split()).title(), **_fields(inspect.signature(f)))
+    return CrewTool(name=name, description=f.__doc__ or "", func=f, args_schema=schema)
+
+
+def _fields(sig: inspect.Signature, skip: str = "") -> dict[str, Any]:
+    """A signature's named parameters as ``create_model`` fields, as crewai reads them."""
+    fields: dict[str, Any] = {}
+    for name, p in sig.parameters.items():
+        if name == skip or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        annotation = Any if p.annotation is p.empty else p.annotation
+        fields[name] = (annotation, ... if p.default is p.empty else p.default)
+    return fields

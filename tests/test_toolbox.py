@@ -12,6 +12,7 @@ import enum
 import functools
 import json
 import threading
+import typing
 
 import httpx
 import pytest
@@ -228,6 +229,28 @@ def test_values_that_do_not_fit_their_types_are_a_caller_error_and_the_tool_neve
         assert CALLS == []
         assert log(box, "book_meeting") == [("caller_error", None)]
         assert box.retriever.health("book_meeting").healthy
+
+
+class Attendee(typing.TypedDict):  # typing's, which pydantic refuses before Python 3.12
+    name: str
+    joined: typing.NotRequired[datetime.date]
+
+
+def invite(attendees: list[Attendee]) -> str:
+    """Invite people to a meeting."""
+    CALLS.append(("invite", {}))
+    return ", ".join(f"{a['name']} {a.get('joined')!r}" for a in attendees)
+
+
+def test_typing_typeddict_parameters_are_indexed_and_get_their_arguments_converted(clock):
+    with Toolbox([invite], encoder=HashEncoder(64), clock=clock) as box:
+        schema = box.retriever.tool("invite").parameters
+        assert schema["$defs"]["Attendee"]["required"] == ["name"]
+        arguments = '{"attendees": [{"name": "Ada", "joined": "2026-12-01"}, {"name": "Bo"}]}'
+        assert box.run("invite", arguments) == "Ada datetime.date(2026, 12, 1), Bo None"
+        with pytest.raises(ValueError, match="arguments for tool 'invite' do not fit its parameters"):
+            box.run("invite", {"attendees": [{"joined": "2026-12-01"}]})
+        assert log(box, "invite") == [("success", None), ("caller_error", None)]
 
 
 def traced(fn):

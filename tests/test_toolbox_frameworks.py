@@ -17,6 +17,7 @@ from framework_standins import (
     FunctionTool,
     ToolFailure,
     ToolFailureReason,
+    crew_tool,
     error_output,
 )
 from rated.encode.testing import HashEncoder
@@ -357,6 +358,53 @@ def test_crewai_tools_are_run_and_reported(crew_box):
         "auth_error",
         "caller_error",
     ]
+
+
+class Ping(CrewBaseTool):  # no args_schema: CrewAI makes it from _run, which takes no arguments
+    name: str = "ping"
+    description: str = "Check the service answers"
+
+    def _run(self) -> str:
+        CALLS.append("ping")
+        return "pong"
+
+
+class Notify(CrewBaseTool):  # takes any arguments: the schema has no fields, _run takes **kwargs
+    name: str = "notify"
+    description: str = "Send a notification"
+
+    def _run(self, **fields: object) -> str:
+        CALLS.append("notify")
+        return ",".join(sorted(fields))
+
+
+@crew_tool
+def clock_time() -> str:
+    """The current time."""
+    CALLS.append("clock_time")
+    return "12:00"
+
+
+def test_crewai_arguments_a_tool_without_argument_fields_cannot_take_are_a_caller_error():
+    with Toolbox([Ping(), Notify(), clock_time], encoder=HashEncoder(64)) as box:
+        assert box.retriever.tool("ping").parameters["properties"] == {}
+        for tool_id in ("ping", "clock_time"):
+            with pytest.raises(
+                TypeError, match=f"arguments for tool '{tool_id}' do not fit it: unexpected 'host'"
+            ):
+                box.run(tool_id, {"host": "example.com"})
+            with pytest.raises(TypeError, match="unexpected 'host'"):
+                asyncio.run(box.arun(tool_id, '{"host": "example.com"}'))
+        assert CALLS == []  # refused before the tool ran (CrewAI passes them on: _run would raise)
+        assert (box.run("ping"), box.run("clock_time", {}), box.run("notify", {"b": 1, "a": 2})) == (
+            "pong",
+            "12:00",
+            "a,b",
+        )
+        assert log(box, "ping") == ["caller_error", "caller_error", "success"]
+        assert log(box, "clock_time") == ["caller_error", "caller_error", "success"]
+        assert log(box, "notify") == ["success"]
+        assert box.retriever.health("ping").healthy
 
 
 def test_crewai_async_runs_in_a_worker_thread(crew_box):

@@ -8,7 +8,8 @@ Every error derives from one root so that callers can catch everything with a si
     │   └── ToolExistsError  tools to add whose ids are indexed already (``.tool_ids``)
     ├── QueryError           empty, non-text or oversized query
     ├── UnknownToolError     a tool id that the catalog does not hold (``.tool_id``)
-    │   └── UnknownToolNameError  a called name that exported definitions did not issue (``.name``)
+    │   ├── UnknownToolNameError  a called name that exported definitions did not issue (``.name``)
+    │   └── RemovedToolError      a Toolbox's tool that was removed from its index since (``.db``)
     ├── IndexFormatError     an index/model folder written by another format version, or damaged
     ├── ModelError           the encoder model cannot be prepared or loaded
     ├── DataError            a benchmark dataset is missing or inconsistent
@@ -34,6 +35,7 @@ __all__ = [
     "ModelError",
     "QueryError",
     "RatedError",
+    "RemovedToolError",
     "StoreBusyError",
     "StoreError",
     "ToolExistsError",
@@ -127,6 +129,23 @@ class UnknownToolNameError(UnknownToolError):
         listed = ", ".join(shown(n, 80) for n in self.issued[:10])
         more = f" and {len(self.issued) - 10} more" if len(self.issued) > 10 else ""
         return f"unknown tool name {shown(self.name)}: these definitions issued {listed or 'none'}{more}"
+
+
+class RemovedToolError(UnknownToolError):
+    """A tool a ``Toolbox`` holds the object of, which its index no longer holds: removed since it was
+    indexed, by another process sharing the index (``db`` names it) or through ``toolbox.retriever``."""
+
+    def __init__(self, tool_id: str, db: str = ""):
+        super().__init__(tool_id)
+        self.db = db
+
+    def __str__(self) -> str:
+        at = f" ({self.db})" if self.db else ""
+        return (
+            f"tool {shown(self.tool_id)} was removed from the index{at} since this toolbox indexed it, by "
+            "another process or through toolbox.retriever: toolbox.remove_tools drops it here, add_tools "
+            "then indexes it again"
+        )
 
 
 class IndexFormatError(RatedError):

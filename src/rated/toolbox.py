@@ -8,6 +8,13 @@ for a query with their objects, and ``run`` calls one the way its framework does
 outcome through ``Retriever.track``: success when it returns, the classified exception when it raises
 (``rated.classify``; arguments that do not fit are the caller's error, and the tool does not run).
 
+A tool set that changes while the agent runs: ``add_tools(objects)`` reads and indexes more objects
+(only they are encoded), ``remove_tools(ids)`` drops tools from the toolbox and the index with what they
+learned (as ``Retriever.remove_tools``); ``select``, ``run`` and ``definitions`` follow at once, also in
+other threads, and a refused change (an id held already or unknown, an unreadable object) changes
+nothing. A tool that another process sharing ``db`` removed from the index is never selected, and
+running it raises ``RemovedToolError`` (an ``UnknownToolError`` naming the database) before it runs.
+
 How each kind is called, and what the toolbox checks first where the framework does not (a caller
 error, reported before the tool runs):
 
@@ -33,7 +40,9 @@ error, reported before the tool runs):
   not; a ``ToolOutput`` with ``is_error`` set reports its exception's outcome. A tool taking a workflow
   ``Context`` is refused.
 - a CrewAI tool: ``run(**arguments)`` (``arun`` runs it in a worker thread), whose ``ToolFailure``
-  results report a failure (a spent usage limit or invalid input as a caller error).
+  results report a failure (a spent usage limit or invalid input as a caller error). CrewAI validates
+  the arguments against an ``args_schema`` with fields; without fields it passes them on unchecked, so
+  names that its ``_run`` (an ``@tool``'s function) does not take are checked here.
 - an MCP tool or a definition has no callable here: call it through your client inside
   ``toolbox.retriever.track(tool_id, query)``.
 
@@ -62,7 +71,8 @@ import dataclasses
 import inspect
 import json
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -75,12 +85,12 @@ from rated.catalog.export import ExportFormat, ToolDefinitions, tool_definitions
 from rated.catalog.objects import ToolObject, is_single_input_langchain_tool, read_objects
 from rated.catalog.signature import argument_parser
 from rated.classify import outcome_from_exception
-from rated.errors import ConfigError, UnknownToolError
+from rated.errors import ConfigError, RemovedToolError, ToolExistsError, UnknownToolError
 from rated.hits import Hit
 from rated.outcome import Outcome, OutcomeKind
 from rated.retriever import Retriever, SyncReport
 from rated.shown import shown
-from rated.store.base import Store
+from rated.store.base import LastToolError, Store
 from rated.store.meta import IndexMeta
 from rated.store.open import open_store
 from rated.tool_filter import ToolFilter
@@ -136,6 +146,9 @@ class Toolbox:
     (``policy``, ``candidates``, ``clock``, store options ...) build a new index; opening one, the options
     it was built with must match or be left out (``overwrite=True`` rebuilds it, losing its learned
     state). ``source`` and ``provider`` are those of ``rated.catalog.objects.tools_from_objects``.
+
+    ``add_tools`` and ``remove_tools`` change the tools while the agent runs; ``select``, ``run`` and
+    ``definitions`` follow at once, and may be called from other threads meanwhile.
     """
 
     def __init__(
@@ -155,42 +168,56 @@ class Toolbox:
         if unknown:
             raise ConfigError(f"unknown Toolbox option(s): {', '.join(unknown)}")
         read = read_objects(objects, source=source, provider=provider)
+        # replaced whole, never changed in place (add_tools, remove_tools): readers take it as it is
         self._by_id: dict[str, ToolObject] = {r.tool.id: r for r in read}
         retriever, synced = _index([r.tool for r in read], db, encoder, dict(config), prune)
         self._retriever = retriever
         self.synced: SyncReport | None = synced  # what opening ``db`` changed in it (None: built anew)
+        self._read_options = {"source": source, "provider": provider}  # add_tools reads as the first ones
+        self._db = setup.describe_db(db)  # named by RemovedToolError
         # the index holds tools that no object here is (left by an earlier run, added by another process):
         # searched among this toolbox's tools only, which the filters name (set again when one ranks)
         self._only_own = len(retriever) > len(self._by_id)
         self._indexed: frozenset[str] = frozenset(self._by_id)  # ours in the index (unless removed since)
         self._filters: dict[ToolFilter | None, ToolFilter] = {}  # where -> it limited to ours
-        self._lock = threading.Lock()  # changes to the two above
-        self._parsers: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {}  # python: typed args
+        self._made = 0  # changes of what the filters are made from (_by_id, _indexed)
+        self._lock = threading.Lock()  # changes to the four above
+        self._adding: dict[str, ToolObject] = {}  # being indexed by add_tools, not yet in ``_by_id``
+        self._changing = threading.Lock()  # one add_tools or remove_tools at a time
+        # python: each tool's typed-argument parser, with the object it was made for (an id added again
+        # may be another object)
+        self._parsers: dict[str, tuple[Any, Callable[[Mapping[str, Any]], dict[str, Any]]]] = {}
 
     # ---- retrieval ---------------------------------------------------------------------------------
     def select(
         self, query: str, k: int = 5, *, where: ToolFilter | Mapping[str, Any] | None = None
     ) -> list[Selected]:
         """The best ``k`` tools of this toolbox for ``query`` (``Retriever.retrieve`` with ``where``; a
-        ``tools`` key naming a tool this toolbox does not hold is an ``UnknownToolError``), each with its
-        object."""
+        ``tools`` key naming a tool this toolbox does not hold is an ``UnknownToolError``, one that another
+        process removed from the index allows nothing), each with its object."""
         parsed = ToolFilter.parse(where)
         reread = 0
         while True:
             own = self._own(parsed)
+            by_id = self._by_id  # read before the search: a tool removed here meanwhile still has its object
             try:
                 hits = self._retriever.retrieve(query, k, where=own)
             except UnknownToolError as exc:
                 if own is parsed or reread == 3 or not exc.where.startswith("filter 'tools'"):
                     raise
                 reread += 1  # another process removed some of ours from the index: name those it holds
-                indexed = frozenset(h.tool.id for h in self._retriever.tools(stats=False))
-                with self._lock:
-                    self._indexed = indexed
-                    self._filters.clear()
+                with self._lock:  # read under it: add_tools may add to it meanwhile
+                    self._indexed = frozenset(h.tool.id for h in self._retriever.tools(stats=False))
+                    self._forget_filters()
                 continue
-            if all(h.id in self._by_id for h in hits):
-                return [Selected(h, self._by_id[h.id].obj, query, self) for h in hits]
+            selected = []
+            for h in hits:
+                entry = by_id.get(h.id) or self._entry(h.id)  # or added since ``by_id`` was read
+                if entry is None:
+                    break
+                selected.append(Selected(h, entry.obj, query, self))
+            else:
+                return selected
             self._only_own = True  # another process indexed tools that are not ours: rank among ours only
 
     async def aselect(
@@ -214,30 +241,121 @@ class Toolbox:
         return tool_definitions(hits, format, max_description=max_description)
 
     def _own(self, where: ToolFilter | None) -> ToolFilter | None:
-        """``where``, limited to this toolbox's tools when the index holds others: one filter object for each
-        ``where`` (the retriever keeps the positions of the last filters it was given)."""
-        if not self._only_own:
+        """``where``, limited to this toolbox's tools when the index holds others, or when it names tools (of
+        which another process may have removed some from the index): one filter object for each ``where``
+        (the retriever keeps the positions of the last filters it was given)."""
+        if not self._only_own and (where is None or where.tools is None):
             return where
         own = self._filters.get(where)
         if own is None:
+            made = self._made
             own = self._allowlist(where)
             with self._lock:
-                if len(self._filters) >= _FILTERS_KEPT:
-                    del self._filters[next(iter(self._filters))]
-                self._filters[where] = own
+                if made == self._made:  # not made from what a change since replaced
+                    if len(self._filters) >= _FILTERS_KEPT:
+                        del self._filters[next(iter(self._filters))]
+                    self._filters[where] = own
         return own
 
+    def _forget_filters(self) -> None:
+        """Call with ``_lock`` held, after changing ``_by_id`` or ``_indexed``."""
+        self._filters.clear()
+        self._made += 1
+
     def _allowlist(self, where: ToolFilter | None) -> ToolFilter:
-        ours = frozenset(self._by_id) & self._indexed
+        held = frozenset(self._by_id)
+        ours = held & self._indexed
         if where is None:
             return ToolFilter(tools=ours)
         if where.tools is not None:
-            unknown = sorted(where.tools - frozenset(self._by_id))
+            unknown = sorted(where.tools - held)
             if unknown:
                 more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
                 raise UnknownToolError(unknown[0], f"filter 'tools'{more}")
             ours &= where.tools
         return dataclasses.replace(where, tools=ours)
+
+    # ---- changing the tools ------------------------------------------------------------------------
+    def add_tools(
+        self,
+        objects: Iterable[Any],
+        *,
+        source: str | None = None,
+        provider: str | None = None,
+        progress: bool = False,
+    ) -> SyncReport:
+        """Add tool objects, read as the toolbox's first ones were (with its ``source`` and ``provider``,
+        unless given here), and index them: only they are encoded, and ``select``, ``run`` and
+        ``definitions`` have them when it returns. A tool the index already holds without an object here
+        (left by an earlier run, or another process's) is taken as opening ``db`` takes it: updated in
+        place if it changed, keeping what it learned. An id this toolbox holds (``ToolExistsError``) or an
+        object that cannot be read (``CatalogError``, each problem listed) changes nothing. Returns what
+        changed in the index (``added``, ``updated``, ``unchanged``). It encodes in the calling thread
+        (``asyncio.to_thread`` for an event loop); ``select`` and ``run`` go on meanwhile."""
+        options = {
+            "source": self._read_options["source"] if source is None else source,
+            "provider": self._read_options["provider"] if provider is None else provider,
+        }
+        read = read_objects(objects, **options)
+        with self._changing:
+            by_id = self._by_id
+            held = [r.tool.id for r in read if r.tool.id in by_id]
+            if held:
+                raise ToolExistsError(held)
+            new = {r.tool.id: r for r in read}
+            self._adding = new  # a select finding them once indexed, before _by_id has them, takes these
+            try:
+                report = self._retriever.sync_tools([r.tool for r in read], progress=progress)
+                with self._lock:
+                    self._by_id = {**by_id, **new}
+                    self._indexed |= frozenset(new)
+                    self._forget_filters()
+            finally:
+                self._adding = {}
+        return report
+
+    def remove_tools(self, tool_ids: str | Iterable[str]) -> list[str]:
+        """Drop tools from this toolbox and from the index, with what they learned (as
+        ``Retriever.remove_tools``): ``select`` and ``definitions`` no longer give them, and ``run`` no
+        longer knows them. An id this toolbox does not hold (``UnknownToolError``), or removing every tool
+        of it (``LastToolError``, a ``ConfigError``: add the new ones first), changes nothing. A tool that
+        another process removed from the index already is dropped here only. Returns the ids removed."""
+        if not isinstance(tool_ids, (str, Iterable)):
+            raise ConfigError(
+                f"remove_tools takes a tool id or a list of them, got {type(tool_ids).__name__}"
+            )
+        given = [tool_ids] if isinstance(tool_ids, str) else list(tool_ids)
+        with self._changing:
+            by_id = self._by_id
+            for tool_id in given:
+                if not isinstance(tool_id, str) or tool_id not in by_id:
+                    raise UnknownToolError(tool_id)
+            ids = list(dict.fromkeys(given))
+            if not ids:
+                return []
+            if len(ids) == len(by_id):
+                raise LastToolError(
+                    f"cannot remove every tool of this toolbox ({len(ids)}): add the new ones first"
+                )
+            self._unindex(ids)
+            gone = frozenset(ids)
+            with self._lock:
+                self._by_id = {tool_id: entry for tool_id, entry in by_id.items() if tool_id not in gone}
+                self._indexed -= gone
+                self._forget_filters()
+            return ids
+
+    def _unindex(self, ids: list[str]) -> None:
+        """``retriever.remove_tools(ids)``, less those another process removed from the index already."""
+        left = list(ids)
+        while left:
+            try:
+                self._retriever.remove_tools(left)
+                return
+            except UnknownToolError as exc:
+                if exc.tool_id not in left:
+                    raise
+                left.remove(exc.tool_id)
 
     # ---- calls -------------------------------------------------------------------------------------
     def run(
@@ -248,7 +366,7 @@ class Toolbox:
         tool returned; an exception it raised propagates after it is reported."""
         entry = self._callable(tool_id, awaited=False)
         obj, kind = entry.obj, entry.kind
-        with self._retriever.track(entry.tool.id, query) as call:
+        with self._track(entry.tool.id, query) as call:
             kwargs = self._checked(call, entry, _arguments(call, entry.tool.id, arguments))
             if kind == "python":
                 return call.run(obj, kwargs)
@@ -269,7 +387,7 @@ class Toolbox:
         wrapped = kind == "python" and not _is_async(obj) and _is_async(inspect.unwrap(obj))
         if not (kind in ("langchain", "llamaindex") or (kind == "python" and _is_async(obj)) or wrapped):
             return await asyncio.to_thread(partial(self.run, tool_id, arguments, query=query))
-        async with self._retriever.atrack(entry.tool.id, query) as call:
+        async with self._atrack(entry.tool.id, query) as call:
             kwargs = self._checked(call, entry, _arguments(call, entry.tool.id, arguments))
             if wrapped:  # a plain wrapper of a coroutine function: it may return it, or run it to its end
                 return await call.run(_in_thread(obj), kwargs)
@@ -280,9 +398,42 @@ class Toolbox:
                 return _handled(call, handled, await _langchain_tool(obj, handled).ainvoke(kwargs))
             return _reported(call, await obj.acall(**kwargs))
 
+    def _track(self, tool_id: str, query: str | None) -> TrackedCall:
+        """``retriever.track``; one of this toolbox's tools that the index no longer holds is a
+        ``RemovedToolError``."""
+        try:
+            return self._retriever.track(tool_id, query)
+        except UnknownToolError:
+            raise self._gone(tool_id) from None
+
+    @asynccontextmanager
+    async def _atrack(self, tool_id: str, query: str | None) -> AsyncIterator[AsyncTrackedCall]:
+        """``retriever.atrack``, as ``_track``: an ``UnknownToolError`` raised in the block is the tool's."""
+        entered = False
+        try:
+            async with self._retriever.atrack(tool_id, query) as call:
+                entered = True
+                yield call
+        except UnknownToolError:
+            if entered:
+                raise
+            raise self._gone(tool_id) from None
+
+    def _gone(self, tool_id: str) -> UnknownToolError:
+        """The error for a tool of this toolbox that the index does not hold (one ``add_tools`` is still
+        indexing, or removed here meanwhile: unknown to the toolbox as it is now)."""
+        if tool_id not in self._by_id:
+            return UnknownToolError(tool_id)
+        return RemovedToolError(tool_id, self._db)
+
+    def _entry(self, tool_id: str) -> ToolObject | None:
+        """This toolbox's entry for ``tool_id``, or the one ``add_tools`` is indexing (read first: it is
+        cleared once ``_by_id`` holds it)."""
+        return self._adding.get(tool_id) or self._by_id.get(tool_id)
+
     def _callable(self, tool_id: object, *, awaited: bool) -> ToolObject:
         """The entry of ``tool_id``, if this toolbox can call it (``run`` or, ``awaited``, ``arun``)."""
-        entry = self._by_id.get(tool_id) if isinstance(tool_id, str) else None
+        entry = self._entry(tool_id) if isinstance(tool_id, str) else None
         if entry is None:
             raise UnknownToolError(tool_id)  # type: ignore[arg-type]
         name, obj, kind = entry.tool.id, entry.obj, entry.kind
@@ -315,9 +466,10 @@ class Toolbox:
         reported and raised before the tool runs); a function's converted to its parameters' types."""
         obj, tool_id = entry.obj, entry.tool.id
         if entry.kind == "python":
-            parse = self._parsers.get(tool_id)
-            if parse is None:
-                parse = self._parsers[tool_id] = argument_parser(obj)
+            made_for, parse = self._parsers.get(tool_id, (None, None))
+            if parse is None or made_for is not obj:
+                parse = argument_parser(obj)
+                self._parsers[tool_id] = (obj, parse)
             try:
                 return parse(arguments)
             except ValidationError as exc:
@@ -339,6 +491,11 @@ class Toolbox:
             partial_params = _get(obj, "partial_params")
             given = {**partial_params, **arguments} if isinstance(partial_params, Mapping) else arguments
             _check_names(call, tool_id, _get(obj, "real_fn") or _get(obj, "fn"), given, None)
+        elif entry.kind == "crewai" and _no_fields(_get(obj, "args_schema")):
+            # CrewAI validates with args_schema only when it has fields, and passes the arguments on
+            # unchecked otherwise: names the tool does not take fail inside it, as if it had failed
+            target = _get(obj, "func") if callable(_get(obj, "func")) else _get(obj, "_run")  # @tool's
+            _check_names(call, tool_id, target, arguments, None)
         return arguments
 
     # ---- inspection --------------------------------------------------------------------------------
@@ -544,6 +701,16 @@ def _takes_tool_call_id(obj: Any) -> bool:
                 return True
     injected = _get(obj, "_injected_args_keys")
     return isinstance(injected, frozenset | set) and "tool_call_id" in injected
+
+
+def _no_fields(schema: Any) -> bool:
+    """No argument model, or a pydantic model without fields (``model_fields``, v1's ``__fields__``)."""
+    if schema is None:
+        return True
+    fields = _get(schema, "model_fields") if isinstance(schema, type) else None
+    if fields is None and isinstance(schema, type):
+        fields = _get(schema, "__fields__")
+    return isinstance(fields, Mapping) and not fields
 
 
 def _is_model(schema: Any) -> bool:

@@ -7,9 +7,11 @@ the function uncallable with named arguments, an error), ``**kwargs`` allows oth
 (``additionalProperties: true``), a parameter without annotation takes any value. Pydantic writes each
 annotation (``Optional``, ``list[int]``, ``Literal``, ``Annotated[..., Field(description=...)]``, models)
 as it would for a model field; field titles are left out (the property names say it), and so are
-defaults JSON cannot hold (a sentinel ``object()``, an infinite or NaN float). A parameter
-without a description gets its docstring's, from a Google (``Args:``), NumPy (``Parameters`` over
-dashes) or reST (``:param name:``) section.
+defaults JSON cannot hold (a sentinel ``object()``, an infinite or NaN float). A ``typing.TypedDict``,
+which pydantic refuses before Python 3.12, is read as the same ``typing_extensions.TypedDict`` (also
+within ``list[...]``, unions, ``Annotated`` and other TypedDicts; not a recursive or generic one, whose
+error names the parameter). A parameter without a description gets its docstring's, from a Google
+(``Args:``), NumPy (``Parameters`` over dashes) or reST (``:param name:``) section.
 
 >>> def search(query: str, limit: int = 5) -> list[str]:
 ...     '''Search the web.
@@ -28,10 +30,14 @@ from __future__ import annotations
 import inspect
 import math
 import re
+import sys
+import types
+import typing
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
+import typing_extensions
 from pydantic import ConfigDict, Field, create_model
 from pydantic.errors import PydanticUserError
 from pydantic.json_schema import GenerateJsonSchema, PydanticJsonSchemaWarning
@@ -60,6 +66,13 @@ _HEADER = re.compile(
 _DASHES = re.compile(r"^\s*-{3,}\s*$")
 _GOOGLE_ENTRY = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:(.*)$")
 _NUMPY_ENTRY = re.compile(r"^(\*{0,2}\w+)\s*(?::.*)?$")
+_TYPING_TYPEDDICT_REFUSED = sys.version_info < (3, 12)  # by pydantic: typing_extensions' it takes
+_REQUIRED_MARKS = {
+    typing.Required,
+    typing.NotRequired,
+    typing_extensions.Required,
+    typing_extensions.NotRequired,
+}
 
 
 class SignatureError(ValueError):
@@ -85,6 +98,7 @@ def signature_schema(fn: Callable[..., Any], descriptions: Mapping[str, str] | N
     fields: dict[str, Any] = {}
     no_json_default: list[str] = []  # infinite or NaN defaults: no JSON (pydantic writes some as null)
     takes_more = False
+    typed = _annotations(sig)
     for i, p in enumerate(sig.parameters.values()):
         if p.kind is _P.VAR_KEYWORD:
             takes_more = True
@@ -93,7 +107,7 @@ def signature_schema(fn: Callable[..., Any], descriptions: Mapping[str, str] | N
                 f"parameter {p.name!r} is positional-only: a tool is called with named arguments"
             )
         elif p.kind in (_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY):
-            annotation = Any if p.annotation is _P.empty else p.annotation
+            annotation = Any if p.annotation is _P.empty else typed[p.name]
             default = ... if p.default is _P.empty else p.default
             if not _finite(p.default):
                 no_json_default.append(p.name)
@@ -104,7 +118,7 @@ def signature_schema(fn: Callable[..., Any], descriptions: Mapping[str, str] | N
         model = create_model("arguments", __config__=config, **fields)
         schema = _json_schema(model)
     except PydanticUserError as exc:  # an annotation pydantic cannot write as JSON: name the parameter
-        raise SignatureError(_culprit(sig, config) or _first_line(exc)) from None
+        raise SignatureError(_culprit(sig, typed, config) or _first_line(exc)) from None
     if not takes_more:
         schema.pop("additionalProperties", None)  # as pydantic writes a model that ignores other keys
     for name in no_json_default:
@@ -129,9 +143,10 @@ def argument_parser(fn: Callable[..., Any]) -> Callable[[Mapping[str, Any]], dic
     sig = inspect.signature(fn, eval_str=True)
     fields: dict[str, Any] = {}
     names: dict[str, str] = {}  # field -> parameter name
+    typed = _annotations(sig)
     for i, p in enumerate(sig.parameters.values()):
         if p.kind in (_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY) and p.annotation not in (_P.empty, Any):
-            fields[f"p{i}"] = (Annotated[p.annotation, Field(alias=p.name)], None)  # None: not given
+            fields[f"p{i}"] = (Annotated[typed[p.name], Field(alias=p.name)], None)  # None: not given
             names[f"p{i}"] = p.name
     if not fields:
         return dict
@@ -235,7 +250,7 @@ def _finite(value: Any) -> bool:
     return True
 
 
-def _culprit(sig: inspect.Signature, config: ConfigDict) -> str | None:
+def _culprit(sig: inspect.Signature, typed: Mapping[str, Any], config: ConfigDict) -> str | None:
     """Which parameter's annotation has no JSON schema (each in a model of its own, made as the whole one)."""
     for i, p in enumerate(sig.parameters.values()):
         if p.annotation is _P.empty or p.kind in (_P.VAR_KEYWORD, _P.VAR_POSITIONAL):
@@ -243,11 +258,76 @@ def _culprit(sig: inspect.Signature, config: ConfigDict) -> str | None:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PydanticJsonSchemaWarning)
-                one = create_model("arguments", __config__=config, **{f"p{i}": (p.annotation, ...)})
+                one = create_model("arguments", __config__=config, **{f"p{i}": (typed[p.name], ...)})
                 one.model_json_schema()
         except Exception as exc:
             return f"parameter {p.name!r}: its type cannot be written as JSON schema ({_first_line(exc)})"
     return None
+
+
+def _annotations(sig: inspect.Signature) -> dict[str, Any]:
+    """Each parameter's annotation as pydantic takes it: a ``typing.TypedDict`` in it as the same
+    ``typing_extensions.TypedDict`` before Python 3.12 (one copy of each, shared by the parameters)."""
+    if not _TYPING_TYPEDDICT_REFUSED:
+        return {name: p.annotation for name, p in sig.parameters.items()}
+    copies: dict[type, type | None] = {}
+    return {name: _typeddicts_copied(p.annotation, copies) for name, p in sig.parameters.items()}
+
+
+def _typeddicts_copied(annotation: Any, copies: dict[type, type | None]) -> Any:
+    """``annotation`` with each ``typing.TypedDict`` in it replaced by its ``typing_extensions`` copy; as it
+    is when it holds none (or only recursive or generic ones, left for pydantic to refuse)."""
+    if isinstance(annotation, type) and typing.is_typeddict(annotation):
+        if type(annotation).__module__ != "typing":  # typing_extensions': pydantic takes it
+            return annotation
+        return _typeddict_copy(annotation, copies)
+    origin = typing.get_origin(annotation)
+    if origin is None or origin is typing.Literal:
+        return annotation
+    if origin is Annotated:
+        inner = _typeddicts_copied(annotation.__origin__, copies)
+        if inner is annotation.__origin__:
+            return annotation
+        return Annotated[(inner, *annotation.__metadata__)]  # type: ignore[valid-type]
+    args = typing.get_args(annotation)
+    new = tuple(_typeddicts_copied(a, copies) for a in args)
+    if all(n is a for n, a in zip(new, args, strict=True)):
+        return annotation
+    if origin is typing.Union or isinstance(annotation, types.UnionType):
+        return typing.Union[new]  # noqa: UP007 - built from a tuple of types
+    if isinstance(annotation, types.GenericAlias):
+        return types.GenericAlias(origin, new)
+    copy_with = getattr(annotation, "copy_with", None)
+    return copy_with(new) if callable(copy_with) else annotation
+
+
+def _typeddict_copy(td: type, copies: dict[type, type | None]) -> type:
+    """The ``typing_extensions.TypedDict`` of ``td``: its fields (each required or not as in ``td``), name,
+    module and docstring, which pydantic writes in its JSON schema."""
+    if td in copies:
+        return copies[td] or td  # None: being copied, a TypedDict that holds itself (left as it is)
+    if getattr(td, "__parameters__", ()):
+        return td  # generic: its parameters are no field types
+    copies[td] = None
+    try:
+        hints = typing.get_type_hints(td, include_extras=True)
+    except Exception:  # a forward reference its module does not define: pydantic names it
+        del copies[td]
+        return td
+    fields: dict[str, Any] = {}
+    for name, hint in hints.items():
+        required = name in td.__required_keys__  # wrong for a string annotation marked (Python 3.11):
+        while typing.get_origin(hint) in _REQUIRED_MARKS:  # the mark, evaluated here, says
+            required = typing.get_origin(hint) in (typing.Required, typing_extensions.Required)
+            hint = typing.get_args(hint)[0]
+        mark = typing_extensions.Required if required else typing_extensions.NotRequired
+        fields[name] = mark[_typeddicts_copied(hint, copies)]
+    copy = typing_extensions.TypedDict(td.__name__, fields)  # type: ignore[operator]
+    copy.__module__, copy.__qualname__, copy.__doc__ = td.__module__, td.__qualname__, td.__doc__
+    if hasattr(td, "__pydantic_config__"):
+        copy.__pydantic_config__ = td.__pydantic_config__  # type: ignore[attr-defined]
+    copies[td] = copy
+    return copy
 
 
 def _unresolved(fn: Callable[..., Any], exc: Exception) -> str:
