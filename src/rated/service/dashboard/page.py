@@ -97,7 +97,8 @@ def _tools_table(s: Snapshot) -> str:
     )
     return (
         f"<table><thead><tr><th>status</th><th>tool</th>{head}<th>last outcome</th><th>failing since</th>"
-        f'<th class="num">calls</th><th class="num">failures</th><th class="num">caller errors</th></tr>'
+        f'<th class="num">calls</th><th class="num">failures</th><th class="num">caller errors</th>'
+        f'<th title="{_e(_RETIRED_HELP)}">retired endpoint?</th></tr>'
         f"</thead><tbody>{body}</tbody></table>{more}"
     )
 
@@ -126,8 +127,25 @@ def _tool_row(r: ToolRow, s: Snapshot) -> str:
     return (
         f'<tr{cls}><td>{status}</td><td class="id">{_e(r.id)}{name}</td>{bars}<td>{last}</td>'
         f'<td>{since}</td><td class="num">{calls:,}</td><td class="num">{fails:,}</td>'
-        f'<td class="num">{callers:,}</td></tr>'
+        f'<td class="num">{callers:,}</td><td>{_retired(r)}</td></tr>'
     )
+
+
+_RETIRED_HELP = (
+    "404/410 caller errors from different queries since the tool's last success, of how many the rule "
+    "needs (rated.retired); yes: each further 404/410 counts as tool_error until a call succeeds"
+)
+
+
+def _retired(r: ToolRow) -> str:
+    """The retired-endpoint rule's view: ``yes 3/3`` (different queries / how many it needs), ``no 1/3``,
+    or nothing (no run); the rule's own words in the title."""
+    st = r.retired
+    if st is None:
+        return ""
+    of = f"{st.queries}/{'-' if st.need is None else st.need} queries"
+    verdict = '<span class="bad">yes</span>' if st.holds else "no"
+    return f'<span title="{_e(st.describe())}">{verdict} <span class="muted">{_e(of)}</span></span>'
 
 
 def _outcomes_table(s: Snapshot) -> str:

@@ -3,7 +3,8 @@
 Health comes from ``Retriever.tools(stats=False)``: the same policy view as ``GET /tools`` and
 ``rated tools``, without their scan of the whole outcome log. Counts, "failing since" and the recent
 outcomes come from the newest ``MAX_OUTCOMES`` records of the log only, so a request costs the same on a
-database with a million outcomes as on one with a thousand.
+database with a million outcomes as on one with a thousand. The retired-endpoint rule's view of each tool
+shown (``rated.retired.status_of``) costs one evidence read per row, at most ``MAX_TOOL_ROWS``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rated.hits import ToolHealth
+from rated.retired import RetiredStatus, status_of
 from rated.retriever import Retriever
 from rated.retriever_setup import describe_db
 from rated.store.base import OutcomeRecord, OutcomeStats, Store
@@ -48,6 +50,7 @@ class ToolRow:
     stats: OutcomeStats | None  # counts over the records read (None: no outcome among them)
     failing_since: float | None  # first failure of the current streak (None: not failing)
     since_exact: bool  # False when the streak reaches back past the oldest record read
+    retired: RetiredStatus | None = None  # its run of 404/410s (rated.retired; None: none)
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,11 @@ def take_snapshot(
     bars = bar_components(health)
     stateful = [h for h in health if not h.healthy or h.tool.id in stats]
     stateful.sort(key=lambda h: _order(h, stats.get(h.tool.id)))
-    rows = tuple(_row(h, stats.get(h.tool.id), since.get(h.tool.id), bars) for h in stateful[:MAX_TOOL_ROWS])
+    shown = stateful[:MAX_TOOL_ROWS]
+    retired = status_of(retriever, [h.tool.id for h in shown])  # a point read per row: bounded
+    rows = tuple(
+        _row(h, stats.get(h.tool.id), since.get(h.tool.id), bars, retired.get(h.tool.id)) for h in shown
+    )
     start = now - minutes * 60.0
     in_window = [r for r in records if r.time >= start]
     classes = _classes(in_window)
@@ -167,7 +174,11 @@ def _order(h: ToolHealth, stats: OutcomeStats | None) -> tuple[bool, float, str]
 
 
 def _row(
-    h: ToolHealth, stats: OutcomeStats | None, since: tuple[float, bool] | None, bars: tuple[str, ...]
+    h: ToolHealth,
+    stats: OutcomeStats | None,
+    since: tuple[float, bool] | None,
+    bars: tuple[str, ...],
+    retired: RetiredStatus | None = None,
 ) -> ToolRow:
     return ToolRow(
         id=h.tool.id,
@@ -177,4 +188,5 @@ def _row(
         stats=stats,
         failing_since=None if since is None else since[0],
         since_exact=True if since is None else since[1],
+        retired=retired,
     )
