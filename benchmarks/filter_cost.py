@@ -11,11 +11,12 @@ exact filtered top-5 (the flat index's) it returns.
 
 Then the first filter by a platform, tag, provider or auth kind (``one provider``) in a process that has
 just opened the catalog from SQLite (its records not parsed yet: it needs every tool's platform, tags,
-provider and auth kind): its own time, the median and worst times of the unfiltered queries another
-thread sends meanwhile (how many in brackets: they would wait for it if it held the retriever; the worst
-includes the garbage collector's pauses while thousands of records are parsed), and the time of the next
-filter by another of those keys (``a platform``), each with its ratio to the unfiltered median of that
-retriever.
+provider and auth kind, from the store's facet snapshot where the retriever reads it, else by parsing
+every record; ``filter_cost_facets.py`` times both): its own time, the median and worst times of the
+unfiltered queries another thread sends meanwhile (how many in brackets: they would wait for it if it
+held the retriever; the worst includes the garbage collector's pauses while thousands of records are
+parsed), and the time of the next filter by another of those keys (``a platform``), each with its ratio
+to the unfiltered median of that retriever.
 
 Run: ``.venv/bin/python benchmarks/filter_cost.py [--tools 20000] [--queries 200] [--out DIR]``
 (``--source stabletoolbench`` replicates the real APIs; ``--out`` writes filter_cost.json).

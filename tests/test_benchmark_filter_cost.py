@@ -24,3 +24,21 @@ def test_filter_cost_script_times_each_filter_against_the_unfiltered_search(tmp_
     first = {r["stage"].split(" (")[0]: r for r in doc["first_facet_filter"]}
     assert set(first) == {"first facet filter", "unfiltered meanwhile", "next facet filter", "unfiltered"}
     assert all(r["ms"] > 0 for r in doc["first_facet_filter"])
+
+
+FACETS = SCRIPT.parent / "filter_cost_facets.py"
+
+
+def test_filter_cost_facets_script_times_both_variants_and_the_snapshot_parses_no_pool(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(FACETS.parent))
+    module = runpy.run_path(str(FACETS), run_name="filter_cost_facets_test")
+    assert module["main"](["--tools", "300", "--rounds", "1", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "filter_cost_facets.json").read_text())
+    rows = {r["stage"]: r for r in doc["rows"]}
+    assert set(rows) == set(module["STAGES"])
+    assert all(r["parse_ms"] > 0 and r["snapshot_ms"] > 0 for r in rows.values())
+    first = rows["first facet filter"]
+    assert first["parse_parsed"] > 150  # every record but those the unfiltered queries parsed for hits
+    assert first["snapshot_parsed"] < 20  # at most the candidates' records, for the hits
+    assert rows["after own add"]["snapshot_parsed"] == 0  # the added tool came parsed
+    assert rows["replica after add"]["snapshot_parsed"] <= 1
