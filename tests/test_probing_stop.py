@@ -51,3 +51,47 @@ def test_probe_without_stop_or_with_it_unset_checks_and_records_every_target(clo
     with suspected(clock) as r:
         assert len(probe(r, lambda tool: True, 3, stop=threading.Event())) == 3
         assert all(r.health(i).healthy for i in IDS)
+
+
+def test_a_prober_stopped_without_waiting_for_its_check_drops_the_answer_and_ends_after_it(clock):
+    """``stop(wait_check=False)`` (a service shutting down) returns while the check is in flight rather than
+    up to the check's timeout later; the thread records nothing more and ends once the check returns."""
+    with suspected(clock) as r:
+        started, release, checked, recorded = threading.Event(), threading.Event(), [], []
+
+        def hangs(tool):
+            checked.append(tool.id)
+            started.set()
+            release.wait(30)
+            return True
+
+        real = r.feedback
+        r.feedback = lambda *a, **kw: recorded.append(a[0]) or real(*a, **kw)
+        prober = Prober(r, hangs, every=0.01, budget=3).start()
+        assert started.wait(5)
+        assert prober.stop(timeout=30, wait_check=False) is True  # before the check returned
+        assert prober._thread.is_alive() and not release.is_set()
+        release.set()
+        prober._thread.join(5)
+        assert not prober._thread.is_alive() and len(checked) == 1 and recorded == []
+
+
+def test_a_prober_stopped_without_waiting_for_its_check_still_waits_for_a_recording(clock):
+    """What the store's owner may not close under: an answer being recorded (or the targets being read)."""
+    with suspected(clock) as r:
+        recording, release = threading.Event(), threading.Event()
+        real = r.feedback
+
+        def slow_feedback(*a, **kw):
+            recording.set()
+            release.wait(30)
+            return real(*a, **kw)
+
+        r.feedback = slow_feedback
+        prober = Prober(r, lambda tool: True, every=0.01, budget=1).start()
+        assert recording.wait(5)
+        assert prober.stop(timeout=0.05, wait_check=False) is False  # still writing to the store
+        release.set()
+        assert prober.stop(timeout=5, wait_check=False) is True
+        assert not prober._thread.is_alive()  # no check was in flight: it ended
+        assert sum(r.health(i).healthy for i in IDS) == 1  # the one recording finished, no other began

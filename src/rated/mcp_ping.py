@@ -19,9 +19,15 @@ What the answer means, first rule that applies:
 - no answer within ``timeout``: ``timeout``; a refused or dropped connection, or an internal error the
   server answered: ``tool_error``.
 
+``ping`` keeps to ``timeout`` in all, name resolution included (``rated.probing._bounded``: a resolver
+that does not answer in time is this host's failure, ``None``); a cancelled name lookup held the SDK's
+event loop from closing until the resolver gave up.
+
 The SDK's client is imported before the deadline starts: half a second or more on a busy host, which
-counted against it made the first probe of each process (each ``rated serve`` worker) a ``timeout``. An
-SDK that does not import records nothing either.
+counted against it made the first probe of each process (each ``rated serve`` worker) a ``timeout``. It
+is never imported on an event loop, which would stall for that long: ``aping`` imports it in a worker
+thread, and a server that probes imports it in a thread as it starts (``load_sdk``). An SDK that does not
+import records nothing either.
 
 The URL is used without user-info, query string or fragment (``mcp_url``), as the collector records it, so
 no token in it reaches the request log lines of the SDK's HTTP client.
@@ -29,19 +35,20 @@ no token in it reaches the request log lines of the SDK's HTTP client.
 
 from __future__ import annotations
 
-import asyncio
-from concurrent.futures import ThreadPoolExecutor
+import threading
 from contextlib import AsyncExitStack
 from typing import Any
 from urllib.parse import urlsplit
 
 from rated.classify import outcome_from_exception, outcome_from_status
 from rated.outcome import Outcome, OutcomeKind
-from rated.probing import _bare_url, _down, _not_the_tools, _unchecked
+from rated.probing import _bare_url, _bounded, _down, _not_the_tools, _unchecked
 
-__all__ = ["aping", "mcp_url", "ping"]
+__all__ = ["aping", "load_sdk", "mcp_url", "ping"]
 
 _UP = Outcome(OutcomeKind.SUCCESS)
+_loading = threading.Lock()  # one thread imports the SDK at a time: two at once may meet half-made modules
+_loaded = False
 
 
 def mcp_url(value: object) -> str | None:
@@ -51,16 +58,17 @@ def mcp_url(value: object) -> str | None:
 
 
 def ping(url: str, timeout: float) -> Outcome | None:
-    """``aping`` from synchronous code; from inside a running event loop (a caller's mistake: ``aping``
-    is the one to await), in a thread of its own, since that loop cannot run a second one."""
+    """``aping`` from synchronous code, over within ``timeout`` seconds in all (the SDK imported first), on
+    an event loop of its own in a thread of its own (also when called from inside a running loop, a
+    caller's mistake: ``aping`` is the one to await there)."""
     import anyio
 
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return anyio.run(aping, url, timeout)
-    with ThreadPoolExecutor(1, thread_name_prefix="rated-mcp-ping") as pool:
-        return pool.submit(anyio.run, aping, url, timeout).result()
+        load_sdk()  # outside the deadline: once per process, and no fault of the server
+    except ImportError as exc:
+        _unchecked(url, f"the mcp SDK's client does not import: {exc}")
+        return None
+    return _bounded(timeout, url, lambda left: anyio.run(aping, url, left()))
 
 
 async def aping(url: str, timeout: float) -> Outcome | None:
@@ -69,7 +77,10 @@ async def aping(url: str, timeout: float) -> Outcome | None:
     import anyio
 
     try:
-        _sdk()  # outside the deadline: once per process, and no fault of the server
+        if _loaded:  # imported: names looked up in sys.modules
+            _sdk()
+        else:  # outside the deadline, and off the event loop (half a second or more)
+            await anyio.to_thread.run_sync(load_sdk)
     except ImportError as exc:
         _unchecked(url, f"the mcp SDK's client does not import: {exc}")
         return None
@@ -89,6 +100,15 @@ async def aping(url: str, timeout: float) -> Outcome | None:
     except Exception as exc:
         return _UP if pinged else _failed(exc, answers, url)
     return _UP
+
+
+def load_sdk() -> None:
+    """Import the mcp SDK's client, once per process (``ImportError`` if it does not import); blocks for as
+    long as that takes, so call it in a thread (``rated.service.probes`` does as its prober starts)."""
+    global _loaded
+    with _loading:
+        _sdk()  # again when imported already (a lookup in sys.modules): a module removed since fails here
+        _loaded = True
 
 
 def _sdk() -> None:

@@ -26,6 +26,7 @@ store).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import inspect
 import logging
@@ -34,6 +35,8 @@ import re
 import socket
 import ssl
 import threading
+import time
+import urllib.request
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -119,18 +122,62 @@ def probe(
     a store then mostly check different tools. Once ``stop`` is set no further check starts, and the answer of
     the check in flight is not recorded: whoever stopped the round may close the store next (a service
     shutting down)."""
+    return _round(retriever, check, budget, rng, _Gate(stop))
+
+
+class _Gate:
+    """A round's passage between its checks and the store. Once ``stop`` is set the round touches the store
+    no more (no targets read, no answer recorded), and ``checking`` says when it is inside a check: a
+    ``Prober`` stopping without waiting for the check in flight (whose answer is dropped) waits only while
+    the round reads or writes the store, which its caller may close next."""
+
+    def __init__(self, stop: threading.Event | None = None) -> None:
+        self.stop = stop if stop is not None else threading.Event()
+        self.changed = threading.Condition()  # notified when checking or ended changes
+        self.checking = False
+        self.ended = False  # set by the prober's thread as it ends
+
+    def enter_check(self) -> bool:
+        """Whether a check may start (not stopped); it is in flight from here."""
+        with self.changed:
+            if self.stop.is_set():
+                return False
+            self.checking = True
+            self.changed.notify_all()
+            return True
+
+    def leave_check(self) -> bool:
+        """The check is over; whether its answer may be recorded (not stopped meanwhile)."""
+        with self.changed:
+            self.checking = False
+            return not self.stop.is_set()
+
+    def end(self) -> None:
+        with self.changed:
+            self.ended = True
+            self.changed.notify_all()
+
+
+def _round(
+    retriever: Retriever, check: Check, budget: int, rng: random.Random | None, gate: _Gate
+) -> list[ProbeResult]:
+    if gate.stop.is_set():
+        return []
     results = []
     for tool_id, tool in _targets(retriever, budget, rng):
-        if stop is not None and stop.is_set():
+        if not gate.enter_check():
             break
+        failed: Exception | None = None
         try:
             answer = check(tool)
         except Exception as exc:  # the check failing is the answer: classified like a tool call's error
-            outcome = outcome_from_exception(exc)
-        else:
-            outcome = _outcome(answer)  # a check returning nonsense is a bug in it, not a tool failure
-        if stop is not None and stop.is_set():
+            answer, failed = None, exc
+        finally:
+            recordable = gate.leave_check()
+        if not recordable:
             break
+        # a check returning nonsense is a bug in it, not a tool failure (_outcome raises ConfigError)
+        outcome = outcome_from_exception(failed) if failed is not None else _outcome(answer)
         results.append(_record(retriever, tool_id, outcome))
     return results
 
@@ -257,6 +304,9 @@ def http_check(
     there), otherwise the outcome of the status (a 429 or 503 with ``Retry-After`` is ``rate_limited`` for
     that long); no answer within ``timeout`` seconds is ``timeout``, a refused connection ``tool_error``.
     Tools without an ``http://`` or ``https://`` endpoint (none, ``stdio``, a bare name) are not checked.
+    ``timeout`` bounds the whole check: name resolution (which httpx's timeouts leave out: a resolver
+    that does not answer in time is this host's failure, recorded as nothing), connecting, each redirect
+    and the answer however slowly it comes (``_bounded``).
 
     The endpoint is requested without user-info, query string or fragment (as ``mcp_check`` does): a probe
     sends no credentials, and none reaches httpx's request log line; ``url(tool)`` is used as given. A
@@ -276,12 +326,9 @@ def http_check(
     # socket would outlive the check (nothing closes a check)
     client = httpx.Client(timeout=timeout, limits=httpx.Limits(max_keepalive_connections=0))
 
-    def check(tool: Tool) -> Outcome | None:
-        target = _http_url(where(tool))
-        if target is None:
-            return None
+    def ask(target: str, left: Callable[[], float]) -> Outcome | None:
         try:
-            response = client.request(method, target)
+            response = client.request(method, target, timeout=left())
             for _ in range(_MAX_HOPS):
                 hop = response.next_request  # set on a redirect (not followed by the client)
                 if (
@@ -290,6 +337,7 @@ def http_check(
                     or hop.url.scheme not in ("http", "https")
                 ):
                     break
+                hop.extensions["timeout"] = httpx.Timeout(left()).as_dict()  # what is left of the deadline
                 response = client.send(hop)
         except httpx.TransportError as exc:
             why = _not_the_tools(exc)
@@ -301,7 +349,73 @@ def http_check(
             return outcome_from_status(response.status_code, response.headers)
         return Outcome(OutcomeKind.SUCCESS)
 
+    def check(tool: Tool) -> Outcome | None:
+        target = _http_url(where(tool))
+        if target is None:
+            return None
+        return _bounded(timeout, target, lambda left: ask(target, left))
+
     return check
+
+
+def _bounded(
+    timeout: float, url: str, ask: Callable[[Callable[[], float]], Outcome | None]
+) -> Outcome | None:
+    """``ask(left)`` (``left()``: the seconds left, for its own timeouts) over within ``timeout`` seconds in
+    all, name resolution included: in a daemon thread, so that nothing it blocks on holds the check longer
+    (a resolver that does not answer, which no client timeout covers; a server that drips its answer, each
+    read resetting the read timeout; redirects, each with timeouts of its own). The host of ``url`` is
+    resolved first, unless a proxy is set for it (the proxy resolves it): a resolver that has not answered
+    by the deadline is this host's failure (``None``, recorded as nothing, a warning once per host, like
+    ``_not_the_tools``), a server that has not is ``timeout``. The thread left behind ends with its own
+    timeouts and its answer is dropped."""
+    deadline = time.monotonic() + timeout
+    resolved = threading.Event()
+    done = threading.Event()
+    answer: list[tuple[bool, Any]] = []
+
+    def left() -> float:
+        return max(deadline - time.monotonic(), 0.001)  # 0 would make a socket non-blocking
+
+    def run() -> None:
+        try:
+            _resolve(url)
+            resolved.set()
+            answer.append((True, ask(left)))
+        except BaseException as exc:  # raised again in the caller's thread, which classifies it
+            answer.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="rated-probe-check", daemon=True).start()
+    if not done.wait(max(deadline - time.monotonic(), 0.0)):
+        if not resolved.is_set():
+            _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
+            return None
+        return Outcome(OutcomeKind.TIMEOUT)
+    ok, value = answer[0]
+    if not ok:
+        raise value
+    return value
+
+
+def _resolve(url: str) -> None:
+    """Resolve the host of ``url`` as a connection to it does (the addresses are not used: the request
+    resolves it again, from the system's cache where it has one), unless a proxy is set for it. A failure
+    is left for the request to meet, which classifies it as before."""
+    # ValueError: a port out of range, a name IDNA refuses (UnicodeError)
+    with contextlib.suppress(OSError, ValueError):
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+        if host and not _proxied(parts.scheme, host):
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+
+
+def _proxied(scheme: str, host: str) -> bool:
+    """Whether a request to ``host`` goes through a proxy of the environment (``HTTPS_PROXY``,
+    ``ALL_PROXY``, ... less ``NO_PROXY``), as httpx reads them."""
+    proxies = urllib.request.getproxies()
+    return bool(proxies.get(scheme) or proxies.get("all")) and not urllib.request.proxy_bypass(host)
 
 
 def _down(status: int) -> bool:
@@ -483,6 +597,7 @@ class Prober:
         self.last: list[ProbeResult] = []
         self._rng = random.Random(seed)
         self._stop = threading.Event()
+        self._gate = _Gate(self._stop)
         self._thread: threading.Thread | None = None
         self._failing: str | None = None  # the last round's error, logged once
 
@@ -493,43 +608,63 @@ class Prober:
         if self.seed is None:  # a generator copied into a forked worker would repeat its parent's draws
             self._rng = random.Random()
         self._stop.clear()
+        self._gate = _Gate(self._stop)
         self._thread = threading.Thread(target=self._run, name="rated-prober", daemon=True)
         self._thread.start()
         return self
 
-    def stop(self, timeout: float | None = None) -> bool:
+    def stop(self, timeout: float | None = None, *, wait_check: bool = True) -> bool:
         """Stop after the check in flight (the round's other targets are not checked), waiting up to
         ``timeout`` seconds (None: until it ends; a check runs up to its own timeout). True when the thread
         has ended, False if a check still runs (the daemon thread then ends with it, recording nothing
-        more: not even that check's answer)."""
+        more: not even that check's answer).
+
+        ``wait_check=False`` waits for no check in flight, only while the thread reads or writes the store
+        (its round's targets, an answer being recorded): True once it has ended or is inside a check, whose
+        answer it then drops before ending on its own; the caller may close the store (a service shutting
+        down, which would otherwise wait up to a check's timeout)."""
         self._stop.set()
         if self._thread is None:
             return True
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        if wait_check:
+            self._thread.join(timeout)
+            return not self._thread.is_alive()
+        gate = self._gate
+        with gate.changed:
+            done = gate.changed.wait_for(lambda: gate.checking or gate.ended, timeout)
+        if gate.ended:
+            self._thread.join()  # it has left its loop: a moment
+        return done
 
     def _wait(self) -> float:
-        """Seconds to the next round: ``every`` within ``jitter``."""
-        return self.every * (1.0 + self.jitter * self._rng.uniform(-1.0, 1.0))
+        """Seconds to the next round: ``every`` within ``jitter``, never under ``MIN_EVERY`` (a 50%
+        jitter of a 1 s interval would otherwise wait half a second)."""
+        return max(MIN_EVERY, self.every * (1.0 + self.jitter * self._rng.uniform(-1.0, 1.0)))
 
     def _run(self) -> None:
-        while not self._stop.wait(self._wait()):
-            try:
-                # a function giving the retriever (a service's current one) is asked each round
-                target = self.retriever() if callable(self.retriever) else self.retriever
-                self.last = probe(target, self.check, self.budget, stop=self._stop, rng=self._rng)
-                if self.on_round is not None:
-                    self.on_round(self.last)
-            except RatedError as exc:
-                if str(exc) != self._failing:
-                    log.warning("probe round failed: %s", exc)
-                self._failing = str(exc)
-            except BaseException:  # a bug, or a check raising CancelledError: the thread must outlive it
-                log.exception("probe round failed")  # (no KeyboardInterrupt reaches a thread but the main)
-                self._failing = None
-            else:
-                self._failing = None
-            self.rounds += 1
+        try:
+            while not self._stop.wait(self._wait()):
+                self._one_round()
+        finally:
+            self._gate.end()
+
+    def _one_round(self) -> None:
+        try:
+            # a function giving the retriever (a service's current one) is asked each round
+            target = self.retriever() if callable(self.retriever) else self.retriever
+            self.last = _round(target, self.check, self.budget, self._rng, self._gate)
+            if self.on_round is not None:
+                self.on_round(self.last)
+        except RatedError as exc:
+            if str(exc) != self._failing:
+                log.warning("probe round failed: %s", exc)
+            self._failing = str(exc)
+        except BaseException:  # a bug, or a check raising CancelledError: the thread must outlive it
+            log.exception("probe round failed")  # (no KeyboardInterrupt reaches a thread but the main)
+            self._failing = None
+        else:
+            self._failing = None
+        self.rounds += 1
 
     def __enter__(self) -> Self:
         return self.start()

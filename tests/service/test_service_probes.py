@@ -60,6 +60,7 @@ def test_a_demoted_tool_whose_endpoint_answers_is_back_by_the_next_rounds(tmp_pa
         outcomes = c.get("/tools/mail.a").json()
         assert outcomes["failures"] == 1 and outcomes["successes"] == 0  # probes are not agents' calls
         prober = c.app.state.prober
+    prober._thread.join(10)  # the shutdown waits for no check in flight: the thread ends after it
     assert not prober._thread.is_alive()  # stopped with the app
 
 
@@ -95,7 +96,8 @@ def silent():
 
 def test_shutdown_stops_a_round_of_hanging_probes_after_the_check_in_flight(tmp_path, silent):
     """Five suspects on an endpoint that never answers, 0.4 s each: the round takes 2 s, the shutdown
-    waited probe_timeout + 1 = 1.4 s, and the prober went on checking and recording past the store's close."""
+    waited probe_timeout + 1 = 1.4 s, and the prober went on checking and recording past the store's close.
+    The shutdown now waits for no check in flight: that one ends on its own, its answer dropped."""
     url, accepted = silent
     db = str(tmp_path / "hang.db")
     hanging = [
@@ -111,8 +113,10 @@ def test_shutdown_stops_a_round_of_hanging_probes_after_the_check_in_flight(tmp_
             time.sleep(0.01)
         assert accepted  # a check is in flight
         prober = c.app.state.prober
+    prober._thread.join(10)  # its check times out (0.4 s), and the thread ends without a further one
     assert not prober._thread.is_alive()
     assert len(accepted) == 1  # the round's other four were not checked
+    assert prober.last == []  # the round ended recording nothing: the timeout came after the stop
 
 
 class _HttpUpMcpHung(http.server.BaseHTTPRequestHandler):

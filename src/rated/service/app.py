@@ -26,7 +26,7 @@ from rated.service.auth import KeyFirst, require_api_key
 from rated.service.errors import error_response, install_error_handler
 from rated.service.limits import BodyLimit
 from rated.service.metrics import Metrics
-from rated.service.probes import start_prober, stop_prober
+from rated.service.probes import astop_prober, start_prober
 from rated.service.reopen import Reopening
 from rated.service.routes import OPEN_ROUTERS, ROUTERS
 from rated.service.settings import Settings
@@ -79,7 +79,8 @@ def create_app(
             yield
         finally:
             stop.set()
-            stop_prober(getattr(app.state, "prober", None), settings)  # before the store closes
+            # before the store closes; the event loop serves on meanwhile
+            await astop_prober(getattr(app.state, "prober", None), settings)
             if retriever is None:
                 first.close()  # the store every reopened retriever shares
 

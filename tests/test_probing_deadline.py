@@ -1,0 +1,129 @@
+"""A check keeps to its timeout in all: httpx's timeouts leave out name resolution and bound each read, not
+the answer, so a resolver that did not answer held ``http_check`` (and the MCP ping) for as long as it
+took, and a server dripping its answer a byte at a time held it for ever. And the prober's jittered waits
+keep to the 1 s floor (``MIN_EVERY``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from rated import Tool, probing
+from rated.encode.testing import HashEncoder
+from rated.outcome import OutcomeKind
+from rated.probing import MIN_EVERY, Prober, http_check, mcp_check
+from rated.retriever import Retriever
+
+GENEROUS = 20.0  # seconds a bounded check gets to come back on a busy machine (it takes its timeout)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_warnings(monkeypatch):
+    monkeypatch.setattr(probing, "_warned", set())
+
+
+@pytest.fixture
+def silent_resolver(monkeypatch) -> Iterator[None]:
+    """``tools.test`` resolves only once the test is over (a resolver that does not answer)."""
+    real, release = socket.getaddrinfo, threading.Event()
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host in ("tools.test", b"tools.test"):  # anyio passes the name IDNA-encoded
+            release.wait(60)
+            raise socket.gaierror(socket.EAI_NONAME, "no such name")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    yield
+    release.set()
+
+
+@pytest.fixture
+def dripping() -> Iterator[str]:
+    """A server that answers a byte every 20 ms and never finishes its headers (until the test is over)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    over = threading.Event()
+
+    def drip(conn: socket.socket) -> None:
+        with conn:
+            while not over.wait(0.02):
+                try:
+                    conn.sendall(b"a")  # one more byte of a header value that never ends
+                except OSError:
+                    return
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/api"
+    over.set()
+    server.close()
+
+
+def returned(check: Callable[[Tool], Any], tool: Tool) -> list[Any]:
+    """The check's answer (or the exception it raised) as a one-item list, or [] if it had not come back
+    after ``GENEROUS`` seconds."""
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(check(tool))
+        except Exception as exc:
+            out.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(GENEROUS)
+    return out
+
+
+def test_a_resolver_that_does_not_answer_in_time_records_nothing_and_says_so(silent_resolver, caplog):
+    """Before: the check waited for the resolver, whatever its timeout (the test's 60 s)."""
+    with caplog.at_level(logging.WARNING, logger="rated.probing"):
+        assert returned(http_check(timeout=0.3), Tool(id="a", name="a", endpoint="http://tools.test/x")) == [
+            None
+        ]
+    warned = [r.getMessage() for r in caplog.records]
+    assert any("tools.test" in m and "name resolution did not answer within 0.3 s" in m for m in warned)
+
+
+def test_a_server_that_drips_its_answer_is_a_timeout(dripping):
+    """Each byte came within the read timeout, so httpx never timed out: the check ran until the server
+    stopped (at the end of the test), then counted its dropped connection as a tool_error."""
+    (answer,) = returned(http_check(timeout=0.3), Tool(id="a", name="a", endpoint=dripping)) or [None]
+    assert answer is not None and answer.kind is OutcomeKind.TIMEOUT
+
+
+def test_an_mcp_ping_keeps_to_its_timeout_when_the_resolver_does_not_answer(silent_resolver):
+    """The SDK's lookup was cancelled at the deadline, but its event loop waited for the resolver's thread
+    before closing, and the ping then counted as the server's timeout."""
+    if importlib.util.find_spec("mcp") is None:
+        pytest.skip("needs the mcp SDK")
+    tool = Tool(id="a", name="a", source="mcp", endpoint="http://tools.test/mcp")
+    from rated.mcp_ping import _sdk
+
+    _sdk()  # imported before the deadline in any case: not what this test waits on
+    assert returned(mcp_check(timeout=0.3), tool) == [None]
+
+
+def test_jittered_waits_keep_to_the_interval_floor():
+    """every=1 with jitter 0.5 waited 0.5 s to 1.5 s: rounds twice a second, under the floor."""
+    with Retriever.from_catalog([Tool(id="a", name="a")], encoder=HashEncoder(16)) as r:
+        prober = Prober(r, lambda tool: None, every=MIN_EVERY, jitter=0.5, seed=1)
+        waits = [prober._wait() for _ in range(2000)]
+        assert min(waits) == MIN_EVERY and max(waits) > 1.4  # floored, not shrunk: the spread stays
+        wide = Prober(r, lambda tool: None, every=10, jitter=0.5, seed=1)
+        assert min(wide._wait() for _ in range(2000)) < 5.1  # far above the floor: as drawn
