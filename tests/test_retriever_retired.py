@@ -340,3 +340,17 @@ def test_a_rule_object_is_accepted(clock) -> None:
         r.feedback("weather", gone(), query="forecast for Rome")
         r.feedback("weather", gone(), query="forecast for Oslo")
         assert top(r) == "weather.b"
+
+
+def test_feedback_returns_what_the_policy_learned(r: Retriever) -> None:
+    assert r.feedback("weather", "success", query="forecast for Bern").kind is OutcomeKind.SUCCESS
+    kinds = [r.feedback("weather", gone(), query=f"forecast for {c}").kind for c in ("Rome", "Oslo", "Lima")]
+    assert kinds == [OutcomeKind.CALLER_ERROR, OutcomeKind.CALLER_ERROR, OutcomeKind.TOOL_ERROR]
+    learned = r.feedback("weather", gone(410), query="forecast for Quito")
+    assert learned.kind is OutcomeKind.TOOL_ERROR and learned.status == 410
+    assert r.feedback("mail", gone(), query="send a message").kind is OutcomeKind.CALLER_ERROR
+
+
+def test_retired_rule_and_now_are_public(r: Retriever, clock) -> None:
+    assert r.retired_rule == r._retired_rule() and isinstance(r.retired_rule, RetiredRule)
+    assert r.now() == float(clock.t)

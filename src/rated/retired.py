@@ -310,7 +310,7 @@ def status_of(
 ) -> dict[str, RetiredStatus]:
     """``current`` for tools of ``retriever``, with the rule its feedback applies (its own, else the
     index's) and its clock's time now."""
-    return current(retriever.store, retriever._retired_rule(), tool_ids, float(retriever._clock()), stats)
+    return current(retriever.store, retriever.retired_rule, tool_ids, retriever.now(), stats)
 
 
 def with_status(

@@ -425,9 +425,9 @@ class Retriever:
         outcome: Outcome | OutcomeKind | str | bool,
         query: str | None = None,
         retry_after: float | None = None,
-    ) -> None:
+    ) -> Outcome:
         """``feedback``, awaitable: runs in a worker thread; returns once the outcome is persisted."""
-        await asyncio.to_thread(self.feedback, tool_id, outcome, query, retry_after)
+        return await asyncio.to_thread(self.feedback, tool_id, outcome, query, retry_after)
 
     # ---- feedback ----------------------------------------------------------------------------------
     def feedback(
@@ -438,8 +438,10 @@ class Retriever:
         retry_after: float | None = None,
         *,
         probe: bool = False,
-    ) -> None:
-        """Report how a call of ``tool_id`` went; persisted (and shared) before this returns.
+    ) -> Outcome:
+        """Report how a call of ``tool_id`` went; persisted (and shared) before this returns, which gives
+        what the policy learned: the outcome reported, or a ``tool_error`` for a 404/410 the rule below
+        counted.
 
         ``outcome``: ``"success"``, ``"tool_error"``, ``"timeout"``, ``"rate_limited"``, ``"auth_error"``,
         ``"caller_error"`` (never counts against the tool), an ``Outcome``, or a bool. ``query`` (the
@@ -510,6 +512,17 @@ class Retriever:
             except BaseException:
                 self._undo_local(keys)  # the policy may hold a change the store refused
                 raise
+        return learned
+
+    @property
+    def retired_rule(self) -> RetiredRule:
+        """The rule for retired endpoints that ``feedback`` applies: this process's own (``open(...,
+        retired=...)``), else the one saved with the index."""
+        return self._retired_rule()
+
+    def now(self) -> float:
+        """The time on this retriever's clock (``clock=``), at which it judges health and evidence."""
+        return float(self._clock())
 
     def _retired_rule(self) -> RetiredRule:
         """The rule for retired endpoints: this process's own, else the one saved with the index."""

@@ -263,7 +263,7 @@ def _search(args: argparse.Namespace) -> int:
 
 def _feedback(args: argparse.Namespace) -> int:
     from rated.reported import reported_outcome
-    from rated.retired import counted_as, is_evidence, status_of
+    from rated.retired import is_evidence, status_of
     from rated.retriever import Retriever
 
     headers = None if args.headers is None else _headers(args.headers)
@@ -272,12 +272,12 @@ def _feedback(args: argparse.Namespace) -> int:
         args.outcome, status=args.status, headers=headers, retry_after=args.retry_after
     )
     with Retriever.open(args.db) as r:
-        r.feedback(args.tool_id, reported, query=args.query)
+        learned = r.feedback(args.tool_id, reported, query=args.query).kind  # what the policy learned
         health = r.health(args.tool_id, stats=False)
         # a 404/410: the tool's run of them now, and whether this one counted (rated.retired)
         retired = status_of(r, [health.tool.id]).get(health.tool.id) if is_evidence(reported) else None
     outcome = reported.kind.value
-    learned = counted_as(reported, retired)
+    counted = None if learned is reported.kind else learned
     if args.json:
         answer: dict[str, Any] = {
             "tool_id": args.tool_id,
@@ -286,8 +286,8 @@ def _feedback(args: argparse.Namespace) -> int:
             "recorded": True,
             "healthy": health.healthy,
         }
-        if learned is not None:  # as POST /feedback answers: only a 404/410 adds to it
-            answer["counted_as"] = learned.value
+        if counted is not None:  # as POST /feedback answers: only a 404/410 adds to it
+            answer["counted_as"] = counted.value
         if retired is not None:
             answer["retired"] = retired.to_dict()
         print_json(answer)
@@ -300,7 +300,7 @@ def _feedback(args: argparse.Namespace) -> int:
         console.print(f"recorded [bold]{outcome}[/]{said} for [bold]{escape(args.tool_id)}[/]; now {state}")
         if retired is not None:  # a 404/410: how the retired-endpoint rule weighed it
             line = f"retired-endpoint rule: {escape(retired.describe())}"
-            if learned is not None:
+            if counted is not None:
                 line = f"[red]{line}[/]; the outcome log keeps {outcome}"
             console.print(line, soft_wrap=True, highlight=False)
     return 0

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from rated.errors import ConfigError, StoreError, UnknownToolError
 from rated.reported import reported_outcome
-from rated.retired import counted_as, is_evidence, status_of
+from rated.retired import is_evidence, status_of
 from rated.retriever import Retriever
 from rated.service.schemas import FeedbackOut, RetiredOut
 from rated.service.settings import Settings
@@ -36,7 +36,7 @@ def record_feedback(
     it, and answer with what was recorded and the tool's health right after it; for a 404/410, the tool's
     run of them (``rated.retired``) and whether the policy counted this one as a tool error."""
     reported = reported_outcome(outcome, status=status, headers=headers, retry_after=retry_after)
-    retriever.feedback(tool_id, reported, query=query)
+    learned = retriever.feedback(tool_id, reported, query=query)  # what the policy learned it as
     retired = None
     try:
         health = retriever.health(tool_id, stats=False)
@@ -46,13 +46,12 @@ def record_feedback(
         healthy: bool | None = None  # an error now would have the caller report (and record) it twice
     else:
         healthy, tool_id = health.healthy, health.tool.id  # as the catalog spells it (Unicode form)
-    learned = counted_as(reported, retired)
     return FeedbackOut(
         recorded=True,
         tool_id=tool_id,
         outcome=reported.kind.value,
         retry_after=reported.retry_after,
         healthy=healthy,
-        counted_as=None if learned is None else learned.value,
+        counted_as=None if learned.kind is reported.kind else learned.kind.value,
         retired=RetiredOut.of(retired),
     )
