@@ -268,6 +268,54 @@ def test_a_tool_being_removed_is_never_selected_without_its_object(clock, monkey
         assert box._only_own is False  # not taken for another process's change: searches stay unfiltered
 
 
+def test_a_call_of_a_tool_being_removed_here_is_unknown_not_removed_by_another_process(clock, monkeypatch):
+    """Between the index dropping a tool and ``remove_tools`` returning, a call that finds it gone is an
+    ``UnknownToolError`` (the toolbox is dropping it), not a ``RemovedToolError``, whose advice (call
+    remove_tools) would then fail."""
+
+    async def forecast(city: str) -> str:
+        """Weather forecast for a city, hour by hour."""
+        return city
+
+    with Toolbox([get_weather, daily_forecast, forecast], encoder=HashEncoder(64), clock=clock) as box:
+        remove, raised = box.retriever.remove_tools, []
+
+        def run_meanwhile(tool_ids):
+            out = remove(tool_ids)
+            for call in (
+                lambda: box.run("daily_forecast", {"city": "Oslo"}),
+                lambda: asyncio.run(box.arun("daily_forecast", {"city": "Oslo"})),
+                lambda: asyncio.run(box.arun("forecast", {"city": "Oslo"})),  # awaited on the event loop
+            ):
+                with pytest.raises(UnknownToolError) as unknown:
+                    call()
+                raised.append(type(unknown.value))
+            return out
+
+        monkeypatch.setattr(box.retriever, "remove_tools", run_meanwhile)
+        assert box.remove_tools(["daily_forecast", "forecast"]) == ["daily_forecast", "forecast"]
+        assert raised == [UnknownToolError] * 3
+        assert CALLS == [] and box.retriever.outcomes(None) == []
+        with pytest.raises(UnknownToolError, match="unknown tool id: 'daily_forecast'"):
+            box.remove_tools(["daily_forecast"])
+
+
+def test_a_failed_remove_leaves_the_toolbox_as_it_was(two_boxes, monkeypatch):
+    box, other, _ = two_boxes
+
+    def refused(tool_ids):
+        raise ConfigError("the store refused the change")
+
+    monkeypatch.setattr(box.retriever, "remove_tools", refused)
+    with pytest.raises(ConfigError, match="the store refused"):
+        box.remove_tools(["daily_forecast"])
+    monkeypatch.undo()
+    assert box.ids == ["get_weather", "daily_forecast", "send_email"] and not box._removing
+    other.remove_tools(["daily_forecast"])  # removed by another process now: running it says so
+    with pytest.raises(RemovedToolError):
+        box.run("daily_forecast", {"city": "Oslo"})
+
+
 def test_a_filter_made_while_tools_are_added_is_not_kept(tmp_path, clock, monkeypatch):
     """In an index shared with other tools, a select limits the search to the toolbox's tools with a filter
     it keeps: one made from the tools as they were before an add_tools finished must not be kept."""

@@ -93,6 +93,7 @@ from rated.shown import shown
 from rated.store.base import LastToolError, Store
 from rated.store.meta import IndexMeta
 from rated.store.open import open_store
+from rated.store.rows import IdSpellings
 from rated.tool_filter import ToolFilter
 from rated.tracking import AsyncTrackedCall, TrackedCall
 
@@ -148,7 +149,9 @@ class Toolbox:
     state). ``source`` and ``provider`` are those of ``rated.catalog.objects.tools_from_objects``.
 
     ``add_tools`` and ``remove_tools`` change the tools while the agent runs; ``select``, ``run`` and
-    ``definitions`` follow at once, and may be called from other threads meanwhile.
+    ``definitions`` follow at once, and may be called from other threads meanwhile. A tool id may be typed
+    in any Unicode spelling ("é" composed or decomposed), as the retriever takes it: ``run``, ``obj``,
+    ``in``, ``remove_tools`` and ``where``'s ``tools`` find the tool as this toolbox spells it.
     """
 
     def __init__(
@@ -183,7 +186,9 @@ class Toolbox:
         self._made = 0  # changes of what the filters are made from (_by_id, _indexed)
         self._lock = threading.Lock()  # changes to the four above
         self._adding: dict[str, ToolObject] = {}  # being indexed by add_tools, not yet in ``_by_id``
+        self._removing: frozenset[str] = frozenset()  # being removed by remove_tools, still in ``_by_id``
         self._changing = threading.Lock()  # one add_tools or remove_tools at a time
+        self._spellings: tuple[dict[str, ToolObject], IdSpellings] | None = None  # of a ``_by_id``
         # python: each tool's typed-argument parser, with the object it was made for (an id added again
         # may be another object)
         self._parsers: dict[str, tuple[Any, Callable[[Mapping[str, Any]], dict[str, Any]]]] = {}
@@ -263,17 +268,31 @@ class Toolbox:
         self._made += 1
 
     def _allowlist(self, where: ToolFilter | None) -> ToolFilter:
-        held = frozenset(self._by_id)
-        ours = held & self._indexed
+        by_id = self._by_id
+        ours = frozenset(by_id) & self._indexed
         if where is None:
             return ToolFilter(tools=ours)
-        if where.tools is not None:
-            unknown = sorted(where.tools - held)
+        if where.tools is not None:  # in any Unicode spelling, as the retriever's filters take them
+            named = {tool_id: self._held_id(tool_id, by_id) for tool_id in where.tools}
+            unknown = sorted(tool_id for tool_id, held in named.items() if held is None)
             if unknown:
                 more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
                 raise UnknownToolError(unknown[0], f"filter 'tools'{more}")
-            ours &= where.tools
+            ours &= frozenset(named.values())
         return dataclasses.replace(where, tools=ours)
+
+    def _held_id(self, tool_id: object, by_id: Mapping[str, ToolObject] | None = None) -> str | None:
+        """The id of this toolbox's tool (in ``by_id``, by default ``_by_id``) that ``tool_id`` names, typed
+        in any Unicode spelling as the retriever finds it (``IdSpellings``), or None."""
+        held = self._by_id if by_id is None else by_id
+        if not isinstance(tool_id, str):
+            return None
+        if tool_id in held:
+            return tool_id
+        spellings = self._spellings
+        if spellings is None or spellings[0] is not held:  # made once for each ``_by_id``
+            spellings = self._spellings = (held, IdSpellings(held))  # type: ignore[assignment]
+        return spellings[1].find(tool_id)
 
     # ---- changing the tools ------------------------------------------------------------------------
     def add_tools(
@@ -327,22 +346,27 @@ class Toolbox:
         given = [tool_ids] if isinstance(tool_ids, str) else list(tool_ids)
         with self._changing:
             by_id = self._by_id
-            for tool_id in given:
-                if not isinstance(tool_id, str) or tool_id not in by_id:
-                    raise UnknownToolError(tool_id)
-            ids = list(dict.fromkeys(given))
+            held = [self._held_id(tool_id, by_id) for tool_id in given]  # any Unicode spelling
+            for tool_id, found in zip(given, held, strict=True):
+                if found is None:
+                    raise UnknownToolError(tool_id)  # type: ignore[arg-type]
+            ids: list[str] = list(dict.fromkeys(held))  # type: ignore[arg-type]
             if not ids:
                 return []
             if len(ids) == len(by_id):
                 raise LastToolError(
                     f"cannot remove every tool of this toolbox ({len(ids)}): add the new ones first"
                 )
-            self._unindex(ids)
             gone = frozenset(ids)
-            with self._lock:
-                self._by_id = {tool_id: entry for tool_id, entry in by_id.items() if tool_id not in gone}
-                self._indexed -= gone
-                self._forget_filters()
+            self._removing = gone  # a call that finds them gone from the index meanwhile: unknown here
+            try:
+                self._unindex(ids)
+                with self._lock:
+                    self._by_id = {tool_id: entry for tool_id, entry in by_id.items() if tool_id not in gone}
+                    self._indexed -= gone
+                    self._forget_filters()
+            finally:
+                self._removing = frozenset()
             return ids
 
     def _unindex(self, ids: list[str]) -> None:
@@ -421,15 +445,18 @@ class Toolbox:
 
     def _gone(self, tool_id: str) -> UnknownToolError:
         """The error for a tool of this toolbox that the index does not hold (one ``add_tools`` is still
-        indexing, or removed here meanwhile: unknown to the toolbox as it is now)."""
-        if tool_id not in self._by_id:
+        indexing, or being removed or removed here meanwhile: unknown to the toolbox as it is now)."""
+        if tool_id in self._removing or tool_id not in self._by_id:  # read first: cleared after _by_id
             return UnknownToolError(tool_id)
         return RemovedToolError(tool_id, self._db)
 
     def _entry(self, tool_id: str) -> ToolObject | None:
-        """This toolbox's entry for ``tool_id``, or the one ``add_tools`` is indexing (read first: it is
-        cleared once ``_by_id`` holds it)."""
-        return self._adding.get(tool_id) or self._by_id.get(tool_id)
+        """This toolbox's entry for ``tool_id`` (in any Unicode spelling), or the one ``add_tools`` is
+        indexing (read first: it is cleared once ``_by_id`` holds it)."""
+        entry = self._adding.get(tool_id) or self._by_id.get(tool_id)
+        if entry is None and (held := self._held_id(tool_id)) is not None:
+            entry = self._by_id.get(held)
+        return entry
 
     def _callable(self, tool_id: object, *, awaited: bool) -> ToolObject:
         """The entry of ``tool_id``, if this toolbox can call it (``run`` or, ``awaited``, ``arun``)."""
@@ -512,13 +539,14 @@ class Toolbox:
     def obj(self, tool_id: str) -> Any:
         """Your object for the tool ``tool_id`` (``retriever.tool(tool_id)`` is its ``Tool`` record);
         ``UnknownToolError`` if no object here is it."""
-        entry = self._by_id.get(tool_id) if isinstance(tool_id, str) else None
-        if entry is None:
+        by_id = self._by_id
+        held = self._held_id(tool_id, by_id)
+        if held is None:
             raise UnknownToolError(tool_id)
-        return entry.obj
+        return by_id[held].obj
 
     def __contains__(self, tool_id: object) -> bool:
-        return isinstance(tool_id, str) and tool_id in self._by_id
+        return self._held_id(tool_id) is not None
 
     def __len__(self) -> int:
         return len(self._by_id)
