@@ -1,7 +1,8 @@
 """``typing.TypedDict`` parameters (which pydantic refuses before Python 3.12) read as the same
 ``typing_extensions.TypedDict``: the JSON schema of a function taking them, and its arguments converted,
-are those of one taking the ``typing_extensions`` ones; a recursive one keeps pydantic's error, naming the
-parameter."""
+are those of one taking the ``typing_extensions`` ones (``Required`` / ``NotRequired`` marks inside
+``Annotated`` or ``ReadOnly`` of string annotations, ``typing`` ones held by ``typing_extensions`` ones); a
+recursive one keeps pydantic's error, naming the parameter."""
 
 from __future__ import annotations
 
@@ -114,3 +115,63 @@ def test_a_recursive_typing_typeddict_keeps_the_error_naming_the_parameter():
         pytest.skip("pydantic takes typing.TypedDict from Python 3.12")
     with pytest.raises(CatalogError, match="parameter 'tree': its type cannot be written as JSON schema"):
         tools_from_objects([walk])
+
+
+class Volume(typing.TypedDict, total=False):  # marks inside Annotated, in string annotations (the module's)
+    level: Annotated[typing.Required[int], Field(description="how loud")]
+    muted: bool
+
+
+class Sound(typing.TypedDict):
+    name: str
+    volume: Annotated[typing.NotRequired[Volume], Field(description="its volume")]
+    echo: typing_extensions.ReadOnly[typing.NotRequired[float]]
+
+
+class Outer(typing_extensions.TypedDict, closed=True):  # typing_extensions' own, holding typing's
+    sound: Sound
+
+
+def play(sound: Sound, outer: Outer | None = None) -> str:
+    """Play a sound."""
+    return "ok"
+
+
+class ExtensionsMarked:
+    class Volume(typing_extensions.TypedDict, total=False):
+        level: Annotated[typing_extensions.Required[int], Field(description="how loud")]
+        muted: bool
+
+    class Sound(typing_extensions.TypedDict):
+        name: str
+        volume: Annotated[
+            typing_extensions.NotRequired[ExtensionsMarked.Volume], Field(description="its volume")
+        ]
+        echo: typing_extensions.ReadOnly[typing_extensions.NotRequired[float]]
+
+    class Outer(typing_extensions.TypedDict, closed=True):
+        sound: ExtensionsMarked.Sound
+
+    @staticmethod
+    def play(sound: ExtensionsMarked.Sound, outer: ExtensionsMarked.Outer | None = None) -> str:
+        """Play a sound."""
+        return "ok"
+
+
+@pytest.mark.filterwarnings(
+    "ignore:Item 'echo' on TypedDict class 'Sound' is using the `ReadOnly`:UserWarning"
+)
+def test_marks_inside_annotated_and_typing_typeddicts_inside_typing_extensions_ones():
+    schema = signature_schema(play)
+    assert schema == signature_schema(ExtensionsMarked.play)
+    assert schema["$defs"]["Volume"]["required"] == ["level"]  # Required inside Annotated, total=False
+    assert schema["$defs"]["Sound"]["required"] == ["name"]  # NotRequired inside Annotated and ReadOnly
+    assert schema["$defs"]["Sound"]["properties"]["volume"]["description"] == "its volume"
+    assert schema["$defs"]["Outer"]["properties"]["sound"] == {"$ref": "#/$defs/Sound"}
+    assert schema["$defs"]["Outer"]["additionalProperties"] is False  # closed, as it was
+    arguments = {"sound": {"name": "bell"}, "outer": {"sound": {"name": "gong", "volume": {"level": "3"}}}}
+    parsed = argument_parser(play)(arguments)
+    assert parsed == argument_parser(ExtensionsMarked.play)(arguments)
+    assert parsed["outer"]["sound"]["volume"] == {"level": 3}
+    with pytest.raises(ValidationError, match="level"):
+        argument_parser(play)({"sound": {"name": "bell", "volume": {"muted": True}}})

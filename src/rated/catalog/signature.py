@@ -9,8 +9,9 @@ annotation (``Optional``, ``list[int]``, ``Literal``, ``Annotated[..., Field(des
 as it would for a model field; field titles are left out (the property names say it), and so are
 defaults JSON cannot hold (a sentinel ``object()``, an infinite or NaN float). A ``typing.TypedDict``,
 which pydantic refuses before Python 3.12, is read as the same ``typing_extensions.TypedDict`` (also
-within ``list[...]``, unions, ``Annotated`` and other TypedDicts; not a recursive or generic one, whose
-error names the parameter). A parameter without a description gets its docstring's, from a Google
+within ``list[...]``, unions, ``Annotated`` and other TypedDicts of either module, its fields required as
+their ``Required`` / ``NotRequired`` marks say, also inside ``Annotated`` or ``ReadOnly``; not a recursive
+or generic one, nor one inside a dataclass or model, whose error names the parameter). A parameter without a description gets its docstring's, from a Google
 (``Args:``), NumPy (``Parameters`` over dashes) or reST (``:param name:``) section.
 
 >>> def search(query: str, limit: int = 5) -> list[str]:
@@ -73,6 +74,7 @@ _REQUIRED_MARKS = {
     typing_extensions.Required,
     typing_extensions.NotRequired,
 }
+_READ_ONLY_MARKS = {typing_extensions.ReadOnly, getattr(typing, "ReadOnly", typing_extensions.ReadOnly)}
 
 
 class SignatureError(ValueError):
@@ -277,10 +279,8 @@ def _annotations(sig: inspect.Signature) -> dict[str, Any]:
 def _typeddicts_copied(annotation: Any, copies: dict[type, type | None]) -> Any:
     """``annotation`` with each ``typing.TypedDict`` in it replaced by its ``typing_extensions`` copy; as it
     is when it holds none (or only recursive or generic ones, left for pydantic to refuse)."""
-    if isinstance(annotation, type) and typing.is_typeddict(annotation):
-        if type(annotation).__module__ != "typing":  # typing_extensions': pydantic takes it
-            return annotation
-        return _typeddict_copy(annotation, copies)
+    if isinstance(annotation, type) and typing_extensions.is_typeddict(annotation):  # either module's
+        return _typeddict_copy(annotation, copies)  # typing_extensions' as it is, unless it holds typing's
     origin = typing.get_origin(annotation)
     if origin is None or origin is typing.Literal:
         return annotation
@@ -303,7 +303,9 @@ def _typeddicts_copied(annotation: Any, copies: dict[type, type | None]) -> Any:
 
 def _typeddict_copy(td: type, copies: dict[type, type | None]) -> type:
     """The ``typing_extensions.TypedDict`` of ``td``: its fields (each required or not as in ``td``), name,
-    module and docstring, which pydantic writes in its JSON schema."""
+    module and docstring, which pydantic writes in its JSON schema. A ``typing_extensions`` one is ``td``
+    itself unless a field holds a ``typing.TypedDict`` (then its copy also keeps ``closed`` and
+    ``extra_items``)."""
     if td in copies:
         return copies[td] or td  # None: being copied, a TypedDict that holds itself (left as it is)
     if getattr(td, "__parameters__", ()):
@@ -314,20 +316,45 @@ def _typeddict_copy(td: type, copies: dict[type, type | None]) -> type:
     except Exception:  # a forward reference its module does not define: pydantic names it
         del copies[td]
         return td
+    ours = type(td).__module__ == "typing"  # else typing_extensions', which pydantic takes
     fields: dict[str, Any] = {}
+    changed = ours
     for name, hint in hints.items():
-        required = name in td.__required_keys__  # wrong for a string annotation marked (Python 3.11):
-        while typing.get_origin(hint) in _REQUIRED_MARKS:  # the mark, evaluated here, says
-            required = typing.get_origin(hint) in (typing.Required, typing_extensions.Required)
+        required = _required(hint, name in td.__required_keys__)
+        while typing.get_origin(hint) in _REQUIRED_MARKS:
             hint = typing.get_args(hint)[0]
+        copied = _typeddicts_copied(hint, copies)
+        changed = changed or copied is not hint
         mark = typing_extensions.Required if required else typing_extensions.NotRequired
-        fields[name] = mark[_typeddicts_copied(hint, copies)]
-    copy = typing_extensions.TypedDict(td.__name__, fields)  # type: ignore[operator]
+        fields[name] = mark[copied]
+    if not changed:
+        copies[td] = td
+        return td
+    options = {} if ours else {"closed": getattr(td, "__closed__", None)}
+    if not ours and hasattr(td, "__extra_items__"):
+        options["extra_items"] = td.__extra_items__  # type: ignore[attr-defined]
+    copy = typing_extensions.TypedDict(td.__name__, fields, **options)  # type: ignore[operator]
     copy.__module__, copy.__qualname__, copy.__doc__ = td.__module__, td.__qualname__, td.__doc__
     if hasattr(td, "__pydantic_config__"):
         copy.__pydantic_config__ = td.__pydantic_config__  # type: ignore[attr-defined]
     copies[td] = copy
     return copy
+
+
+def _required(hint: Any, default: bool) -> bool:
+    """Whether a TypedDict field is required: as its ``Required`` / ``NotRequired`` mark says, looked for
+    through ``Annotated`` and ``ReadOnly`` as pydantic looks for it, else ``default`` (``__required_keys__``,
+    which Python 3.11 computes without the mark of a string annotation)."""
+    while True:
+        origin = typing.get_origin(hint)
+        if origin in _REQUIRED_MARKS:
+            return origin in (typing.Required, typing_extensions.Required)
+        if origin is Annotated:
+            hint = hint.__origin__
+        elif origin in _READ_ONLY_MARKS:
+            hint = typing.get_args(hint)[0]
+        else:
+            return default
 
 
 def _unresolved(fn: Callable[..., Any], exc: Exception) -> str:
