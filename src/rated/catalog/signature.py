@@ -11,8 +11,9 @@ defaults JSON cannot hold (a sentinel ``object()``, an infinite or NaN float). A
 which pydantic refuses before Python 3.12, is read as the same ``typing_extensions.TypedDict`` (also
 within ``list[...]``, unions, ``Annotated`` and other TypedDicts of either module, its fields required as
 their ``Required`` / ``NotRequired`` marks say, also inside ``Annotated`` or ``ReadOnly``; not a recursive
-or generic one, nor one inside a dataclass or model, whose error names the parameter). A parameter without a description gets its docstring's, from a Google
-(``Args:``), NumPy (``Parameters`` over dashes) or reST (``:param name:``) section.
+or generic one, nor one inside a dataclass or model, whose error names the parameter). A parameter
+without a description gets its docstring's, from a Google (``Args:``), NumPy (``Parameters`` over dashes)
+or reST (``:param name:``) section.
 
 >>> def search(query: str, limit: int = 5) -> list[str]:
 ...     '''Search the web.
