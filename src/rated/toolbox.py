@@ -338,7 +338,8 @@ class Toolbox:
         ``Retriever.remove_tools``): ``select`` and ``definitions`` no longer give them, and ``run`` no
         longer knows them. An id this toolbox does not hold (``UnknownToolError``), or removing every tool
         of it (``LastToolError``, a ``ConfigError``: add the new ones first), changes nothing. A tool that
-        another process removed from the index already is dropped here only. Returns the ids removed."""
+        another process removed from the index already is dropped here only. Returns the ids removed, as
+        this toolbox spells them (an id may be typed in any Unicode spelling)."""
         if not isinstance(tool_ids, (str, Iterable)):
             raise ConfigError(
                 f"remove_tools takes a tool id or a list of them, got {type(tool_ids).__name__}"
