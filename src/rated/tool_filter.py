@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import operator
 import threading
 import time
 from collections import OrderedDict
@@ -199,7 +200,7 @@ class PoolFilter:
 
     def _built(self) -> FacetTable:
         tools = self._tools
-        ids = [t.id for t in tools]
+        ids = list(map(operator.attrgetter("id"), tools))
         digests = _digests(tools)
         todo = np.arange(len(tools), dtype=np.int64)  # the positions no table covers yet
         parts: list[tuple[FacetTable, np.ndarray, np.ndarray]] = []
@@ -476,14 +477,15 @@ class FacetTable:
         return np.flatnonzero(np.diff(self.starts["source"]) == 0).tolist()
 
     def export(self) -> dict[str, np.ndarray]:
-        """The per-key arrays, for a snapshot (``restore`` reads them back)."""
+        """The table's arrays, for a snapshot (``restore`` reads them back): the values of each key (JSON),
+        each key's row bounds (one row a key) and codes (key after key)."""
         from rated.index.npzblob import json_array
 
-        out = {}
-        for key in _FACETS:
-            out[f"{key}_values"] = json_array(self.values[key])
-            out[f"{key}_starts"], out[f"{key}_codes"] = self.starts[key], self.codes[key]
-        return out
+        return {
+            "values": json_array({key: self.values[key] for key in _FACETS}),
+            "starts": np.stack([self.starts[key] for key in _FACETS]),
+            "codes": np.concatenate([self.codes[key] for key in _FACETS]),
+        }
 
     @classmethod
     def restore(cls, ids: list[str], digests: np.ndarray, arrays: Mapping[str, np.ndarray]) -> FacetTable:
@@ -493,20 +495,29 @@ class FacetTable:
         n = len(ids)
         if digests.dtype != np.uint8 or digests.ndim != 2 or len(digests) != n:
             raise ValueError("digests do not fit the ids")
+        all_values = from_json(arrays["values"])
+        all_starts, all_codes = np.asarray(arrays["starts"]), np.asarray(arrays["codes"])
+        if not isinstance(all_values, dict) or sorted(all_values) != sorted(_FACETS):
+            raise ValueError("values of other keys")
+        if all_starts.dtype != np.int64 or all_starts.shape != (len(_FACETS), n + 1):
+            raise ValueError("row bounds of the wrong kind")
+        if all_codes.dtype != np.int32 or all_codes.ndim != 1:
+            raise ValueError("codes of the wrong kind")
         values, starts, codes = {}, {}, {}
-        for key in _FACETS:
-            values[key] = from_json(arrays[f"{key}_values"])
-            starts[key] = np.asarray(arrays[f"{key}_starts"])
-            codes[key] = np.asarray(arrays[f"{key}_codes"])
-            s, c, v = starts[key], codes[key], values[key]
+        begin = 0
+        for key, s in zip(_FACETS, all_starts, strict=True):
+            v = all_values[key]
             if not isinstance(v, list) or not set(map(type, v)) <= {str}:
                 raise ValueError(f"{key}: values are not strings")
-            if s.dtype != np.int64 or s.shape != (n + 1,) or c.dtype != np.int32 or c.ndim != 1:
-                raise ValueError(f"{key}: arrays of the wrong kind")
-            if s[0] != 0 or s[-1] != len(c) or np.any(np.diff(s) < 0):
+            if s[0] != 0 or np.any(np.diff(s) < 0) or begin + s[-1] > len(all_codes):
                 raise ValueError(f"{key}: row bounds do not fit")
+            c = all_codes[begin : begin + s[-1]]
             if len(c) and (c.min() < 0 or c.max() >= len(v)):
                 raise ValueError(f"{key}: codes out of range")
+            values[key], starts[key], codes[key] = v, s, c
+            begin += int(s[-1])
+        if begin != len(all_codes):
+            raise ValueError("codes left over")
         has = np.diff(starts["source"])
         for key in ("source", "provider", "auth"):  # one value each, or none (a damaged record)
             if np.any(has > 1) or not np.array_equal(np.diff(starts[key]), has):
@@ -520,7 +531,7 @@ def _digests(tools: Sequence[Any]) -> np.ndarray | None:
     """The tools' record digests as rows of bytes; ``None`` when some tool has none (a plain ``Tool``), or
     their widths differ."""
     try:
-        digests = [t.digest for t in tools]
+        digests = list(map(operator.attrgetter("digest"), tools))
     except AttributeError:
         return None
     if not digests:

@@ -57,10 +57,19 @@ def test_a_table_of_tools_without_record_digests_is_not_saved():
     assert snapshot.dump_facets(FacetTable.parse(POOL)) is None
 
 
-def codes_with(key: str, blob: bytes, value: int) -> np.ndarray:
-    codes = members(blob)[f"{key}_codes"].copy()
-    codes[0] = value
-    return codes
+def changed(blob: bytes, member: str, change) -> np.ndarray:
+    """``member`` of ``blob`` (values: as JSON) after ``change`` edits a copy of it in place."""
+    value = members(blob)[member]
+    value = from_json(value) if member == "values" else value.copy()
+    change(value)
+    return json_array(value) if member == "values" else value
+
+
+def starts_row(key: str, row: list[int]):
+    def change(starts: np.ndarray) -> None:
+        starts[["source", "tags", "provider", "auth"].index(key)] = row
+
+    return change
 
 
 @pytest.mark.parametrize(
@@ -76,15 +85,20 @@ def codes_with(key: str, blob: bytes, value: int) -> np.ndarray:
         lambda b: repacked(b, ids=json_array(["a", "x", "b", 3])),
         lambda b: repacked(b, digests=members(b)["digests"][:3]),
         lambda b: repacked(b, digests=members(b)["digests"].astype(np.int64)),
-        lambda b: repacked(b, source_codes=codes_with("source", b, 7)),  # out of range
-        lambda b: repacked(b, tags_codes=codes_with("tags", b, -1)),
-        lambda b: repacked(b, provider_values=json_array(["acme", 5, "c"])),
-        lambda b: repacked(b, auth_values=json_array(["root", "none", "oauth2"])),  # no such auth kind
-        lambda b: repacked(b, tags_starts=members(b)["tags_starts"][::-1].copy()),  # bounds going back
-        lambda b: repacked(b, source_starts=np.array([0, 2, 2, 3, 4])),  # two platforms for one tool
-        lambda b: repacked(b, provider_starts=np.array([0, 1, 2, 3, 3])),  # no provider, not damaged
-        lambda b: repacked(b, tags_starts=np.array([0, 2, 3, 3, 4])),  # tags for a damaged record
-        lambda b: repacked(b, source_starts=members(b)["source_starts"].astype(np.int32)),
+        lambda b: repacked(b, codes=changed(b, "codes", lambda c: c.__setitem__(0, 7))),  # out of range
+        lambda b: repacked(b, codes=changed(b, "codes", lambda c: c.__setitem__(-1, -1))),
+        lambda b: repacked(b, codes=np.append(members(b)["codes"], np.int32(0))),  # one left over
+        lambda b: repacked(b, codes=members(b)["codes"].astype(np.int64)),
+        lambda b: repacked(b, values=changed(b, "values", lambda v: v.pop("auth"))),
+        lambda b: repacked(b, values=changed(b, "values", lambda v: v["provider"].append(5))),
+        lambda b: repacked(b, values=changed(b, "values", lambda v: v.__setitem__("auth", ["root"] * 3))),
+        lambda b: repacked(b, starts=changed(b, "starts", starts_row("tags", [0, 2, 1, 2, 3]))),  # back
+        lambda b: repacked(b, starts=changed(b, "starts", starts_row("tags", [0, 3, 3, 1, 3]))),
+        lambda b: repacked(b, starts=changed(b, "starts", starts_row("source", [0, 2, 2, 2, 3]))),  # two
+        lambda b: repacked(b, starts=changed(b, "starts", starts_row("provider", [0, 1, 2, 3, 3]))),
+        lambda b: repacked(b, starts=changed(b, "starts", starts_row("tags", [0, 1, 2, 2, 3]))),  # damaged
+        lambda b: repacked(b, starts=members(b)["starts"].astype(np.int32)),
+        lambda b: repacked(b, starts=members(b)["starts"][:, :4].copy()),
     ],
 )
 def test_a_damaged_foreign_or_inconsistent_snapshot_is_refused_whole(damage):
