@@ -157,7 +157,7 @@ class PoolFilter:
     known already, parsing only the records it does not cover: the ``previous`` pool's table (this
     process's pool before tools were added or removed) and the snapshot saved in ``store``
     (``rated.index.snapshot``; another process's table), both matched tool by tool on the id and the
-    record digest. Parsing every record instead costs 0.5 s at 20,000 tools just opened from a store; a
+    record digest. Parsing every record instead costs 0.5-0.8 s at 20,000 tools just opened from a store; a
     table that parsed a tenth of its pool or more is saved to ``store`` for the next process.
     ``build_facets`` may run in any thread, outside the retriever's lock (``Retriever`` calls it before
     taking the lock, so that other queries go on meanwhile); ``positions`` is not thread-safe: the
@@ -213,8 +213,8 @@ class PoolFilter:
                 todo = todo[rows < 0]
 
         take(self._inherited)
-        if len(todo) * _PARSE_RATHER >= len(tools) or not parts:  # else parsing what is left costs less
-            take(self._saved())
+        if digests is not None and (not parts or len(todo) * _PARSE_RATHER >= len(tools)):
+            take(self._saved())  # else parsing what is left costs less than reading the snapshot
         if len(todo) or not parts:
             parsed = FacetTable.parse([tools[p] for p in todo.tolist()])
             parts.append((parsed, np.arange(len(todo), dtype=np.int64), todo))
@@ -246,8 +246,9 @@ class PoolFilter:
         return None if blob is None else snapshot.restore_facets(blob)
 
     def _save(self, facets: FacetTable) -> None:
-        """Best effort, as the lexical snapshot: a store that cannot save it now is tried by the next table
-        that parses a tenth of its pool; one that keeps no cache (memory) is not asked again."""
+        """Best effort, as the lexical snapshot: a store that cannot save it now (busy, read-only) is asked
+        again by the next pool's table (its rows stay fresh); one that keeps no cache (memory) is not asked
+        again for these rows."""
         from rated.index import snapshot
 
         try:
