@@ -122,9 +122,10 @@ class _FakeSupervisor:
 
     def run(self):
         env = os.environ
-        type(self).seen = {k: env.get(k) for k in ("RATED_DB", "RATED_PORT", MULTIPROC_DIR_ENV)}
-        type(self).seen["dir_exists"] = str(os.path.isdir(env[MULTIPROC_DIR_ENV]))
-        type(self).seen["factory"] = f"{self.config.app} {self.config.factory} {self.config.workers}"
+        seen = {k: env.get(k) for k in ("RATED_DB", "RATED_PORT", MULTIPROC_DIR_ENV)}
+        seen["dir_exists"] = str(os.path.isdir(env[MULTIPROC_DIR_ENV]))
+        seen["factory"] = f"{self.config.app} {self.config.factory} {self.config.workers}"
+        _FakeSupervisor.seen = seen  # not type(self): serve_workers runs a subclass of it
         self.processes = [
             type("P", (), {"pid": 100 + i, "exitcode": c}) for i, c in enumerate(self.exitcodes)
         ]

@@ -10,22 +10,41 @@ multiprocess mode: with ``multiprocess=True`` the counters and the histogram liv
 worker inherits it), and a scrape, whichever worker answers it, sums every worker's files. The catalog
 gauges are not summed: they are read at the scrape from the answering worker's retriever, and every
 worker serves the same store.
+
+Each worker writes files of its own (``counter_PID.db``, ``histogram_PID.db``). Once one has exited, the
+supervisor calls ``retire_process``: prometheus_client's ``mark_process_dead`` (which removes its live
+gauges' files), and its counts merged into one file per kind (``counter_retired.db``, ...), so that the
+sums stay what they were and a service whose workers are replaced keeps a few files, not two for every
+worker it ever ran.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.mmap_dict import MmapedDict
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
 from rated.errors import ConfigError
 
-__all__ = ["MULTIPROC_DIR_ENV", "Metrics"]
+try:
+    import fcntl
+except ImportError:  # not POSIX: no advisory locks (scrapes and merges are not kept apart)
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["MERGE_LOCK", "MULTIPROC_DIR_ENV", "Metrics", "retire_process"]
 
 MULTIPROC_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+#: in the multiprocess folder: shared by each scrape, held alone while a dead worker's files are merged
+MERGE_LOCK = "merge.lock"
+_ADDITIVE = ("counter", "histogram", "summary")  # kinds whose samples add up across processes
+_RETIRED = "retired"  # ``{kind}_retired.db``: the sums of the exited workers' files of that kind
+_MERGE_WAIT_S = 5.0  # how long a merge waits for the scrapes reading the folder (else it is left for now)
 
 _LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.003, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0)
 
@@ -155,8 +174,79 @@ def _check_folder(*, required: bool) -> None:
 def _summed_registry() -> CollectorRegistry:
     """A registry exposing the sum over the processes writing to ``$PROMETHEUS_MULTIPROC_DIR``."""
     registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=os.environ[MULTIPROC_DIR_ENV])
+    _Summed(registry, path=os.environ[MULTIPROC_DIR_ENV])
     return registry
+
+
+class _Summed(MultiProcessCollector):
+    """prometheus_client's collector, reading the folder under a shared ``MERGE_LOCK``: a scrape never
+    sees a dead worker's counts both in its own file and merged (a counter jumping up, then back: a reset
+    to Prometheus), nor a file removed between listing the folder and reading it (an error)."""
+
+    def collect(self) -> Iterator[Metric]:
+        with _locked(self._path, shared=True):
+            return iter(list(super().collect()))  # read in full while the lock is held
+
+
+def retire_process(path: str, pid: int) -> bool:
+    """The bookkeeping for process ``pid``, which wrote metrics to the multiprocess folder ``path`` and
+    has exited (a replaced ``rated serve`` worker): ``mark_process_dead`` (its live gauges go), and its
+    counters', histograms' and summaries' files merged into ``{kind}_retired.db`` and removed, under
+    ``MERGE_LOCK``: scrapes sum the same before and after. False when scrapes kept the folder for
+    ``_MERGE_WAIT_S`` (its files are left as they are, still summed). Call it once the process is gone:
+    a process still writing would lose what it writes after."""
+    mark_process_dead(pid, path)
+    with _locked(path, shared=False, wait=_MERGE_WAIT_S) as held:
+        if not held:
+            return False
+        for kind in _ADDITIVE:
+            dead = os.path.join(path, f"{kind}_{pid}.db")
+            if not os.path.exists(dead):
+                continue
+            retired = os.path.join(path, f"{kind}_{_RETIRED}.db")
+            sums: dict[str, float] = {}
+            for name in (retired, dead):
+                if os.path.exists(name):
+                    for key, value, _, _ in MmapedDict.read_all_values_from_file(name):
+                        sums[key] = sums.get(key, 0.0) + value
+            making = retired + ".new"  # not *.db: no scrape reads it
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(making)  # left by a merge that was interrupted
+            merged = MmapedDict(making)
+            try:
+                for key, value in sums.items():
+                    merged.write_value(key, value, 0.0)
+            finally:
+                merged.close()
+            os.replace(making, retired)
+            os.remove(dead)
+    return True
+
+
+@contextlib.contextmanager
+def _locked(path: str, *, shared: bool, wait: float | None = None) -> Iterator[bool]:
+    """``MERGE_LOCK`` of the folder ``path`` held (shared or alone) for the block, which gets True; False
+    when it was not free within ``wait`` seconds (None: waits as long as it takes). Without ``fcntl``,
+    nothing is locked (True)."""
+    if fcntl is None:
+        yield True
+        return
+    fd = os.open(os.path.join(path, MERGE_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+        deadline = None if wait is None else time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, mode if deadline is None else mode | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    yield False
+                    return
+                time.sleep(0.01)
+        yield True
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _check_file_backed() -> None:
