@@ -106,20 +106,57 @@ def test_counts_given_spare_the_reads_of_tools_that_cannot_have_a_run() -> None:
         report_404(store, q, "t")
         report_404(store, q, "u")
     log(store, "success", "u")
-    reads: list[str] = []
-    load = store.load_evidence
+    log(store, "tool_error", "w")
+    reads: list[list[str]] = []
+    load = store.load_evidence_many
 
-    def counted(key: str) -> bytes | None:
-        reads.append(key)
-        return load(key)
+    def counted(keys: list[str]) -> dict[str, bytes]:
+        reads.append(list(keys))
+        return load(keys)
 
-    store.load_evidence = counted  # type: ignore[method-assign]
+    store.load_evidence_many = counted  # type: ignore[method-assign]
     stats = store.outcome_stats()
-    assert current(store, PLAIN, ["t", "u", "v"], 0.0, stats).keys() == {"t"}
-    assert reads == ["retired:t"]  # "u" succeeded last, "v" has no caller error
+    assert current(store, PLAIN, ["t", "u", "v", "w"], 0.0, stats).keys() == {"t"}  # "u" succeeded since
+    assert reads == [["retired:t", "retired:u"]]  # one read; "v" and "w" have no caller error
     reads.clear()
     assert current(store, PLAIN, ["t", "u", "v"], 0.0).keys() == {"t"}  # without counts: every tool read
-    assert reads == ["retired:t", "retired:u", "retired:v"]
+    assert reads == [["retired:t", "retired:u", "retired:v"]]
+
+
+def test_a_store_without_the_batch_read_is_read_key_by_key() -> None:
+    inner = MemoryStore()
+    for q in ("q1", "q2", "q3"):
+        report_404(inner, q, "t")
+
+    class OneByOne:  # an EvidenceStore of its own: load_evidence_many is optional
+        reads: list[str] = []
+
+        def load_evidence(self, key: str) -> bytes | None:
+            self.reads.append(key)
+            return inner.load_evidence(key)
+
+        def update_evidence(self, key, update) -> None:
+            inner.update_evidence(key, update)
+
+        def outcome_stats(self, tool_ids=None):
+            return inner.outcome_stats(tool_ids)
+
+    store = OneByOne()
+    assert current(store, PLAIN, ["t", "v"], 0.0) == {"t": RetiredStatus(True, 3, 3, 1, 0.0)}  # type: ignore[arg-type]
+    assert store.reads == ["retired:t", "retired:v"]
+
+
+def test_a_clock_gone_back_past_the_last_success_keeps_the_run_in_view() -> None:
+    """The store's last outcome is the latest by time: logged at 2000, a success stays the last outcome
+    while a clock stepped back to 1000 logs a run of 404s, which the rule counts all the same."""
+    store = MemoryStore()
+    for i in range(20):
+        log(store, "success", now=2000.0 + i)
+    assert [report_404(store, q, now=1000.0) for q in ("q1", "q2", "q3")] == [False, False, True]
+    stats = store.outcome_stats()
+    assert stats["t"].last_outcome == "success"
+    assert current(store, PLAIN, ["t"], 1000.0, stats) == current(store, PLAIN, ["t"], 1000.0)
+    assert current(store, PLAIN, ["t"], 1000.0, stats)["t"].holds
 
 
 def test_counted_as() -> None:
@@ -187,6 +224,6 @@ def test_with_status_fills_in_tool_health(clock) -> None:
             assert found["mail"] is None and found["weather"] == RetiredStatus(True, 3, 3, 1, clock.t)
         (one,) = with_status(r, [r.health("weather")])
         assert one.to_dict()["retired"] == RetiredStatus(True, 3, 3, 1, clock.t).to_dict()
-        assert r.health("mail").to_dict()["retired"] is None
+        assert "retired" not in r.health("mail").to_dict()  # no run: as before the rule (no null)
         # health read without counts, passed as counted: nothing to go on, so no tool is read
         assert all(h.retired is None for h in with_status(r, r.tools(stats=False)))

@@ -75,8 +75,9 @@ class ToolHealth:
     retired: RetiredStatus | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """Its fields as ``GET /tools`` lists them: ``retired`` only for a tool with a run (no null)."""
         s = self.stats
-        return {
+        row: dict[str, Any] = {
             "id": self.tool.id,
             "name": self.tool.name,
             "source": self.tool.source,
@@ -88,5 +89,7 @@ class ToolHealth:
             "last_outcome": s.last_outcome if s else None,
             "last_time": s.last_time if s else None,
             "components": dict(self.components),
-            "retired": None if self.retired is None else self.retired.to_dict(),
         }
+        if self.retired is not None:
+            row["retired"] = self.retired.to_dict()
+        return row

@@ -232,6 +232,20 @@ def weigh(store: Store, rule: RetiredRule, tool_id: str, query_hash: str | None,
     return verdict
 
 
+def _load_runs(store: EvidenceStore, tool_ids: Sequence[str]) -> dict[str, RetiredRun]:
+    """The runs the store holds of those of ``tool_ids`` that have one: in one read where the store can
+    (``load_evidence_many``: a point read per tool cost GET /tools one store round trip per tool)."""
+    if not tool_ids:
+        return {}
+    many = getattr(store, "load_evidence_many", None)
+    if many is not None:
+        blobs = many([_KEY + t for t in tool_ids])
+    else:
+        blobs = {_KEY + t: blob for t in tool_ids if (blob := store.load_evidence(_KEY + t)) is not None}
+    runs = {t: RetiredRun.from_bytes(blob) for t in tool_ids if (blob := blobs.get(_KEY + t)) is not None}
+    return {t: run for t, run in runs.items() if run is not None}
+
+
 def load_run(store: Store, tool_id: str) -> RetiredRun | None:
     """The run of ``tool_id`` the store holds now (None: none, or a store that keeps no evidence). It may
     be over already: a success since, or evidence older than the window, ends it at the next 404/410."""
@@ -280,20 +294,19 @@ def current(
     stats: Mapping[str, OutcomeStats] | None = None,
 ) -> dict[str, RetiredStatus]:
     """The tools among ``tool_ids`` that have a run of 404/410s at ``now``, with what ``rule`` makes of it
-    (read only: nothing is written). ``stats``: the tools' outcome counts when the caller has read them
-    already; a tool without caller errors, or whose last logged outcome is a success, then costs no read.
-    None (the counts of the tools with evidence are read): one evidence read per tool. Empty with the rule
-    off or a store that keeps no evidence."""
+    (read only: nothing is written). The runs are read at once (the store's ``load_evidence_many``, else
+    one ``load_evidence`` per tool). ``stats``: the tools' outcome counts when the caller has read them
+    already; a tool without a logged caller error (a run needs a 404/410) is then not read. None: every
+    tool's run is read, and the counts of those with one. Empty with the rule off or a store that keeps no
+    evidence."""
     if not rule.enabled or not isinstance(store, EvidenceStore):
         return {}
-    ids = list(tool_ids)
-    if stats is not None:  # a run needs a logged 404/410 (a caller error) and ends with a logged success
-        ids = [
-            t
-            for t in ids
-            if (s := stats.get(t)) is not None and s.caller_errors and s.last_outcome != "success"
-        ]
-    runs = {t: run for t in ids if (run := load_run(store, t)) is not None}
+    ids = list(dict.fromkeys(tool_ids))
+    if stats is not None:
+        # not the last outcome too: a success that ended a run comes out in the counts (_status), and the
+        # last outcome is the latest by time, which a clock gone back (or another host's) leaves a success
+        ids = [t for t in ids if (s := stats.get(t)) is not None and s.caller_errors]
+    runs = _load_runs(store, ids)
     if stats is None:
         stats = store.outcome_stats(list(runs)) if runs else {}
     found = {}
@@ -316,9 +329,9 @@ def status_of(
 def with_status(
     retriever: Retriever, health: Sequence[ToolHealth], *, counted: bool = True
 ) -> list[ToolHealth]:
-    """``health`` with each tool's ``retired`` status filled in (``status_of``). ``counted``: ``health``
-    holds the tools' outcome counts (``Retriever.tools()``, ``health(id)``), so that a tool without caller
-    errors, or whose last logged outcome is a success, costs no read; False for ``stats=False`` health."""
+    """``health`` with each tool's ``retired`` status filled in (``status_of``: the runs read at once).
+    ``counted``: ``health`` holds the tools' outcome counts (``Retriever.tools()``, ``health(id)``), so
+    that a tool without caller errors is not read; False for ``stats=False`` health."""
     stats = {h.tool.id: h.stats for h in health if h.stats is not None} if counted else None
     found = status_of(retriever, [h.tool.id for h in health], stats)
     return [replace(h, retired=found[h.tool.id]) if h.tool.id in found else h for h in health]

@@ -73,3 +73,18 @@ def test_a_rebuild_and_clear_drop_the_old_catalogs_unregistered_evidence(stores)
     _old(raw, ns, "a")
     store.clear()
     assert store.load_evidence("retired:a") is None
+
+
+def test_ids_with_glob_characters_are_names_not_patterns(stores):
+    """Keys are deleted by name (DEL, never KEYS or SCAN with a pattern): removing "a*" or "[ab]" leaves the
+    evidence of "ab" and "b", registered or not."""
+    store, raw, ns = stores
+    ids = ["a*", "a?", "[ab]", "ab", "b", "a:*"]
+    _put(store, ids)
+    _old(raw, ns, *ids)
+    store.update_evidence("retired:ab", lambda blob: b"new")
+    store.update_evidence("retired:a*", lambda blob: b"new")
+    store.delete_tools(["a*", "[ab]", "a:*"])
+    kept = store.load_evidence_many([f"retired:{t}" for t in ids])
+    assert kept == {"retired:a?": b"old", "retired:ab": b"new", "retired:b": b"old"}
+    assert raw.smembers(f"{ns}:evidence") == {b"retired:ab"}

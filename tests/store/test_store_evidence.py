@@ -212,3 +212,21 @@ def test_removing_tools_of_a_file_that_never_gathered_evidence_makes_no_table(tm
         store.replace_catalog(["a"], ['{"id": "a"}'], np.ones((1, 3), np.float32), np.ones(1), None, {})
         store.clear()
     assert "evidence" not in names()
+
+
+def test_load_evidence_many_reads_the_keys_that_have_a_blob(make_store):
+    store, other = make_store(), make_store()
+    assert store.load_evidence_many([]) == {} and store.load_evidence_many(["retired:a"]) == {}
+    keys = [f"retired:t{i}" for i in range(1200)]  # more than one SQLite statement's bound parameters
+    _gather(store, *keys[::2], "retired:a:x")
+    found = other.load_evidence_many([*keys, "retired:a", "retired:a:x", keys[0]])
+    assert found == {**{k: b"1" for k in keys[::2]}, "retired:a:x": b"1"}
+    assert found == {k: other.load_evidence(k) for k in found}  # as read one by one
+
+
+def test_load_evidence_many_of_a_file_that_never_gathered_evidence_makes_no_table(tmp_path):
+    path = tmp_path / "old.db"
+    SQLiteStore(path).close()
+    with SQLiteStore(path, create=False) as store:
+        assert store.load_evidence_many(["retired:a"]) == {}
+    assert "evidence" not in {r[0] for r in sqlite3.connect(path).execute("SELECT name FROM sqlite_master")}

@@ -17,8 +17,8 @@ from rich.table import Table
 
 from rated.catalog.export import FORMATS, tool_definitions
 from rated.catalog.schema import AuthType
-from rated.cli.output import console, print_json
-from rated.errors import ConfigError
+from rated.cli.output import console, err_console, print_json
+from rated.errors import ConfigError, RatedError
 from rated.outcome import OutcomeKind
 from rated.shown import shown
 from rated.tool_filter import ToolFilter
@@ -274,13 +274,22 @@ def _feedback(args: argparse.Namespace) -> int:
     with Retriever.open(args.db) as r:
         learned = r.feedback(args.tool_id, reported, query=args.query).kind  # what the policy learned
         health = r.health(args.tool_id, stats=False)
-        # a 404/410: the tool's run of them now, and whether this one counted (rated.retired)
-        retired = status_of(r, [health.tool.id]).get(health.tool.id) if is_evidence(reported) else None
+        tool_id = health.tool.id  # as the catalog spells it (Unicode form), as POST /feedback answers
+        retired = None
+        if is_evidence(reported):  # a 404/410: the tool's run of them now (rated.retired)
+            try:
+                retired = status_of(r, [tool_id]).get(tool_id)
+            except RatedError as exc:  # recorded already: an error exit would have it reported again
+                err_console.print(
+                    f"[yellow]warning:[/] could not read the retired-endpoint evidence: {escape(str(exc))}",
+                    highlight=False,
+                    soft_wrap=True,
+                )
     outcome = reported.kind.value
     counted = None if learned is reported.kind else learned
     if args.json:
         answer: dict[str, Any] = {
-            "tool_id": args.tool_id,
+            "tool_id": tool_id,
             "outcome": outcome,
             "retry_after": reported.retry_after,
             "recorded": True,
@@ -297,7 +306,7 @@ def _feedback(args: argparse.Namespace) -> int:
         if reported.retry_after is not None:
             notes.append(f"retry after {reported.retry_after:g} s")
         said = f" ({'; '.join(notes)})" if notes else ""
-        console.print(f"recorded [bold]{outcome}[/]{said} for [bold]{escape(args.tool_id)}[/]; now {state}")
+        console.print(f"recorded [bold]{outcome}[/]{said} for [bold]{escape(tool_id)}[/]; now {state}")
         if retired is not None:  # a 404/410: how the retired-endpoint rule weighed it
             line = f"retired-endpoint rule: {escape(retired.describe())}"
             if counted is not None:

@@ -232,7 +232,11 @@ class EvidenceStore(Protocol):
     Keys are ``KIND:TOOL_ID`` (``retired:weather``): evidence is about one tool and goes with it, in the
     change that removes the tool (``delete_tools``, ``put_tools(delete=...)``), rebuilds the index
     (``replace_catalog``) or clears it (``clear``). A tool removed and added again under its id starts
-    with none."""
+    with none.
+
+    Optional, not part of the protocol: ``load_evidence_many(keys) -> dict[str, bytes]``, the blobs of
+    those of ``keys`` that have one, in one read; ``rated.retired`` reads a whole catalog's runs with it
+    (the memory, SQLite and Redis stores have it), and one ``load_evidence`` per key without it."""
 
     def load_evidence(self, key: str) -> bytes | None:
         """The blob saved under ``key``, or None."""

@@ -214,6 +214,11 @@ class MemoryStore:
         with self._lock:
             return self._evidence.get(key)
 
+    def load_evidence_many(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """``load_evidence`` of many keys: those that have a blob."""
+        with self._lock:
+            return {k: blob for k in keys if (blob := self._evidence.get(k)) is not None}
+
     def update_evidence(self, key: str, update: Callable[[bytes | None], bytes | None]) -> None:
         with self._lock:
             new = update(self._evidence.get(key))

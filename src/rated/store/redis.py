@@ -612,6 +612,14 @@ class RedisStore:
         value = self._call(lambda: self._r.get(self._k(f"e:{key}")))
         return None if value is None else bytes(value)
 
+    def load_evidence_many(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """``load_evidence`` of many keys in one round trip (an MGET): those that have a blob."""
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return {}
+        values = self._call(lambda: self._r.mget([self._k(f"e:{k}") for k in keys]))
+        return {k: bytes(v) for k, v in zip(keys, values, strict=True) if v is not None}
+
     def update_evidence(self, key: str, update: Callable[[bytes | None], bytes | None]) -> None:
         name = self._k(f"e:{key}")
 

@@ -545,6 +545,17 @@ class SQLiteStore:
             raise
         return bytes(rows[0][0]) if rows else None
 
+    def load_evidence_many(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """``load_evidence`` of many keys in a few statements (one per 500 keys): those that have a blob."""
+        keys = list(dict.fromkeys(keys))
+        try:
+            rows = list(_select_in(self._read, "SELECT key, value FROM evidence WHERE key IN ({})", keys))
+        except StoreError as exc:
+            if "no such table" in str(exc):  # no evidence was ever gathered in this file
+                return {}
+            raise
+        return {str(key): bytes(value) for key, value in rows}
+
     def update_evidence(self, key: str, update: Callable[[bytes | None], bytes | None]) -> None:
         with self._write() as conn:
             conn.execute(_EVIDENCE_TABLE)
