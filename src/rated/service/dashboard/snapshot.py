@@ -4,7 +4,8 @@ Health comes from ``Retriever.tools(stats=False)``: the same policy view as ``GE
 ``rated tools``, without their scan of the whole outcome log. Counts, "failing since" and the recent
 outcomes come from the newest ``MAX_OUTCOMES`` records of the log only, so a request costs the same on a
 database with a million outcomes as on one with a thousand. The retired-endpoint rule's view of each tool
-shown (``rated.retired.status_of``) costs one evidence read per row, at most ``MAX_TOOL_ROWS``.
+shown (``rated.retired.status_of``) costs one evidence read for all its rows (at most ``MAX_TOOL_ROWS``)
+and one of the counts of those with a run.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def take_snapshot(
     stateful = [h for h in health if not h.healthy or h.tool.id in stats]
     stateful.sort(key=lambda h: _order(h, stats.get(h.tool.id)))
     shown = stateful[:MAX_TOOL_ROWS]
-    retired = status_of(retriever, [h.tool.id for h in shown])  # a point read per row: bounded
+    retired = status_of(retriever, [h.tool.id for h in shown])  # one read for the rows shown
     rows = tuple(
         _row(h, stats.get(h.tool.id), since.get(h.tool.id), bars, retired.get(h.tool.id)) for h in shown
     )
