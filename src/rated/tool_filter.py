@@ -315,11 +315,10 @@ class PoolFilter:
         return None if held is None else self._position[held]
 
 
-def tool_facets(tool: Any) -> tuple[str, tuple[str, ...], str, str]:
-    """A tool's platform and tags (folded, the tags sorted and distinct), provider and auth kind, as filters
-    compare them; ``IndexFormatError`` from a ``StoredTool`` whose record is damaged."""
-    source, tags = tool.source.casefold(), tuple(sorted({t.casefold() for t in tool.tags}))
-    return source, tags, tool.provider_key, tool.auth.type.value
+def tool_facets(tool: Any) -> tuple[str, set[str], str, str]:
+    """A tool's platform and tags (folded; the tags as a set), provider and auth kind, as filters compare
+    them; ``IndexFormatError`` from a ``StoredTool`` whose record is damaged."""
+    return tool.source.casefold(), {t.casefold() for t in tool.tags}, tool.provider_key, tool.auth.type.value
 
 
 class FacetTable:
@@ -355,37 +354,45 @@ class FacetTable:
     def parse(cls, tools: Sequence[Any]) -> FacetTable:
         """The table of ``tools``, reading each one's facets (a ``StoredTool`` parses its record: about 30 us;
         a damaged one gets no value); all rows fresh."""
-        values: dict[str, dict[str, int]] = {key: {} for key in _FACETS}
-        codes: dict[str, list[int]] = {key: [] for key in _FACETS}
-        counts: dict[str, list[int]] = {key: [] for key in _FACETS}
-        sources, tags, providers, auths = (values[key] for key in _FACETS)
-        source_codes, tag_codes, provider_codes, auth_codes = (codes[key] for key in _FACETS)
+        sources: dict[str, int] = {}
+        tags: dict[str, int] = {}
+        providers: dict[str, int] = {}
+        auths: dict[str, int] = {}
+        source_codes: list[int] = []
+        tag_codes: list[int] = []
+        provider_codes: list[int] = []
+        auth_codes: list[int] = []
+        tag_counts: list[int] = []  # per tool; the other keys have one value (none: a damaged record)
+        damaged: list[int] = []
         for p, tool in enumerate(tools):
             if p % _YIELD_EVERY == 0:
                 time.sleep(0)  # let other threads run: see _YIELD_EVERY
             try:
                 source, tool_tags, provider, auth = tool_facets(tool)
             except IndexFormatError:
-                for key in _FACETS:
-                    counts[key].append(0)
+                damaged.append(p)
+                tag_counts.append(0)
                 continue
             source_codes.append(sources.setdefault(source, len(sources)))
             provider_codes.append(providers.setdefault(provider, len(providers)))
             auth_codes.append(auths.setdefault(auth, len(auths)))
-            tag_codes.extend(tags.setdefault(tag, len(tags)) for tag in tool_tags)
-            for key, count in zip(_FACETS, (1, len(tool_tags), 1, 1), strict=True):
-                counts[key].append(count)
-        starts = {}
-        for key in _FACETS:
-            starts[key] = np.zeros(len(tools) + 1, dtype=np.int64)
-            np.cumsum(counts[key], out=starts[key][1:])
+            tag_codes.extend([tags.setdefault(tag, len(tags)) for tag in tool_tags])
+            tag_counts.append(len(tool_tags))
+        n = len(tools)
+        one = np.ones(n, dtype=np.int64)
+        one[damaged] = 0
+        single = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(one, out=single[1:])
+        tag_starts = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(tag_counts, out=tag_starts[1:])
+        codes = (source_codes, tag_codes, provider_codes, auth_codes)
         return cls(
-            [t.id for t in tools],
+            list(map(operator.attrgetter("id"), tools)),
             _digests(tools),
-            {key: list(v) for key, v in values.items()},
-            starts,
-            {key: np.array(c, dtype=np.int32) for key, c in codes.items()},
-            np.ones(len(tools), dtype=bool),
+            {key: list(v) for key, v in zip(_FACETS, (sources, tags, providers, auths), strict=True)},
+            {key: single if key != "tags" else tag_starts for key in _FACETS},
+            {key: np.array(c, dtype=np.int32) for key, c in zip(_FACETS, codes, strict=True)},
+            np.ones(n, dtype=bool),
         )
 
     @classmethod

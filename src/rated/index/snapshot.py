@@ -223,7 +223,9 @@ def facets_fingerprint() -> str:
     from rated import __version__
     from rated.tool_filter import tool_facets
 
-    parts = [FACETS_FORMAT, __version__, _code_of(_FACETS_CODE), tool_facets(_FACETS_PROBE)]
+    source, tags, provider, auth = tool_facets(_FACETS_PROBE)
+    probe = [source, sorted(tags), provider, auth]
+    parts = [FACETS_FORMAT, __version__, _code_of(_FACETS_CODE), probe]
     return hashlib.blake2b(json.dumps(parts, sort_keys=True).encode(), digest_size=16).hexdigest()
 
 
