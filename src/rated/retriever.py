@@ -25,11 +25,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-import operator
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
+from itertools import repeat
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
@@ -75,7 +75,7 @@ __all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "SyncReport", "ToolHealth"]
 DEFAULT_POLICY = "rated"
 _STORE_OPTIONS = ("durability", "busy_timeout", "namespace", "max_outcomes")
 _BANDIT_NAMES = ("bandit", "mab", "health")  # what policies call their feedback-learned component
-_provider_key = operator.attrgetter("provider_key")  # a C callable: no Python frame per candidate
+_new, _set_attr = object.__new__, object.__setattr__  # how Hit._fast makes a hit
 _NO_LIMIT = 2**62  # an outcomes() limit above this is no limit
 _SYNC_TRIES = 4  # encodings in one sync while other writers keep changing the tools it syncs
 _RELOAD_TRIES = 3  # catalog reloads in one refresh while rebuilds keep landing mid-way (then: next refresh)
@@ -350,18 +350,18 @@ class Retriever:
         if len(pos) == 0:
             return []
         where = pos.tolist()
-        entries = list(map(self._tools.__getitem__, where))
+        providers = tuple(map(self._provider_at.__getitem__, where))
+        if None in providers:  # a candidate not read since the pool was set: parse its record
+            providers = self._read_entries(where)
+        prior_arr = self._prior[pos]
         candidates = Candidates._trusted(  # arrays of this retriever's own making: see _trusted
-            tool_ids=tuple(map(self._ids.__getitem__, where)),
-            semantic=sem,
-            prior=self._prior[pos],
-            providers=tuple(map(_provider_key, entries)),  # parses a new candidate
-            context=vec,
-            now=float(self._clock()),
+            tuple(map(self._ids.__getitem__, where)), sem, prior_arr, providers, vec, float(self._clock())
         )
         policy = self._policy
-        if isinstance(policy, BasePolicy) and type(policy).rank is BasePolicy.rank:
-            # the ranking in plain Python values (checked there): no arrays made only to be taken apart here
+        checked = isinstance(policy, BasePolicy) and type(policy).rank is BasePolicy.rank
+        if checked:
+            # the ranking in plain Python values (checked there, components' lengths too): no arrays made
+            # only to be taken apart here
             order, scores, components, healthy, degraded = policy._ranked(candidates)
         else:
             ranking = policy.rank(candidates)
@@ -374,35 +374,56 @@ class Retriever:
             components, degraded = ranking.components, bool(ranking.degraded)
         # plain Python lists once, then cheap indexing per hit: a policy's lists as they are, the candidates'
         # own arrays (RATED's semantic and prior components) converted once
-        sem_arr, prior_arr = candidates.semantic, candidates.prior
-        semantic, prior = sem_arr.tolist(), prior_arr.tolist()
+        semantic, prior = sem.tolist(), prior_arr.tolist()
         names = tuple(components)
-        converted = {id(sem_arr): semantic, id(prior_arr): prior}
-        columns = [
-            v if type(v) is list else converted.get(id(v)) or _plain_floats(v) for v in components.values()
-        ]
-        per_hit = list(zip(*columns, strict=True)) if columns else [()] * len(where)
-        bandit = None
+        converted = {id(sem): semantic, id(prior_arr): prior}
+        columns = []
+        for v in components.values():
+            columns.append(v if type(v) is list else converted.get(id(v)) or _plain_floats(v))
+        bandit = [None] * len(where)
         for name in _BANDIT_NAMES:
             if name in components:
                 bandit = columns[names.index(name)]
                 break
-        return [
-            Hit._fast(
+        top = order[:k]
+        if columns:  # each hit's components, made in C: no Python frame per hit
+            per_hit = list(zip(*columns) if checked else zip(*columns, strict=True))  # noqa: B905
+            parts = list(map(dict, map(zip, repeat(names), map(per_hit.__getitem__, top))))
+        else:
+            parts = [{} for _ in top]
+        tool_at = self._tool_at
+        # a loop, not a comprehension: one would make cells of the locals it reads (Python 3.11)
+        hits = []
+        for rank, i, part in zip(range(1, len(top) + 1), top, parts):  # noqa: B905 (same length)
+            hit = _new(Hit)  # Hit._fast, without a call per hit: the fields, unchecked, as its __dict__
+            _set_attr(
+                hit,
+                "__dict__",
                 {
-                    "tool": entries[i].tool,
+                    "tool": tool_at[where[i]],
                     "score": scores[i],
                     "semantic": semantic[i],
                     "prior": prior[i],
-                    "bandit": None if bandit is None else bandit[i],
+                    "bandit": bandit[i],
                     "healthy": healthy[i],
                     "degraded": degraded,
                     "rank": rank,
-                    "components": dict(zip(names, per_hit[i])),  # noqa: B905 (strict= costs 0.2 us; same length)
-                }
+                    "components": part,
+                },
             )
-            for rank, i in enumerate(order[:k], 1)
-        ]
+            hits.append(hit)
+        return hits
+
+    def _read_entries(self, where: list[int]) -> tuple[str, ...]:
+        """The providers of the pool's tools at ``where``, each tool and provider read once (its record
+        parsed: ``IndexFormatError`` for a damaged one, at every read) and kept for the next rankings."""
+        tool_at, provider_at = self._tool_at, self._provider_at
+        for p in where:
+            if provider_at[p] is None:
+                entry = self._tools[p]
+                tool_at[p] = entry.tool
+                provider_at[p] = entry.provider_key
+        return tuple(map(provider_at.__getitem__, where))
 
     # ---- asyncio -----------------------------------------------------------------------------------
     # Agents built on asyncio must not block their event loop on the encoder (milliseconds) or on a store
@@ -1023,6 +1044,10 @@ class Retriever:
         self._spellings = IdSpellings(self._position)
         self._prior_by_id = {i: float(prior_by_id[i]) for i in self._ids}  # in pool order
         self._prior = np.fromiter(self._prior_by_id.values(), np.float32, len(self._ids))
+        # each tool and its provider once a ranking has read them (None before): the candidates' providers
+        # and the hits' tools without StoredTool's attribute hook and property (about 2 us a ranking)
+        self._tool_at: list[Tool | None] = [None] * len(self._ids)
+        self._provider_at: list[str | None] = [None] * len(self._ids)
 
     def _load_states(self) -> None:
         """Apply every stored state to an untrained copy of the policy (the store is the source of truth).
