@@ -29,7 +29,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
-from itertools import repeat
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
@@ -386,9 +385,9 @@ class Retriever:
                 bandit = columns[names.index(name)]
                 break
         top = order[:k]
-        if columns:  # each hit's components, made in C: no Python frame per hit
+        if columns:  # each hit's components: its row of the columns, by name
             per_hit = list(zip(*columns) if checked else zip(*columns, strict=True))  # noqa: B905
-            parts = list(map(dict, map(zip, repeat(names), map(per_hit.__getitem__, top))))
+            parts = [dict(zip(names, per_hit[i])) for i in top]  # noqa: B905 (same length)
         else:
             parts = [{} for _ in top]
         tool_at = self._tool_at

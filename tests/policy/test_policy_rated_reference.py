@@ -158,3 +158,32 @@ def test_every_branch_is_reached_by_the_histories() -> None:
     ]
     assert blocked
     assert any("theta" in s and np.any(s["theta"]) for t in TOOLS if (s := p.get_state(t)) is not None)
+
+
+@pytest.mark.parametrize("params", PARAMS, ids=[str(p) or "default" for p in PARAMS])
+def test_tools_with_provider_state_only_follow_the_formula(params: dict) -> None:
+    """A tool that never had feedback but whose provider did reads the pristine row as its own (worked out
+    once per ranking): mixed with tools that have state, before and after their outcomes, with and without
+    a context."""
+    p, last = learned(params, 7)
+    unseen = {"u0": "P0", "u1": "P1", "u2": "P0", "u3": "t6"}  # t6: a provider named like a tool
+    providers = {**PROVIDERS, **unseen}
+    assert all(p.get_state(t) is None for t in unseen)
+    assert all(p.get_state(PROVIDER_PREFIX + pr) is not None for pr in unseen.values())
+    rng = np.random.default_rng(7)
+    for trial in range(30):
+        ids = tuple(rng.permutation([*unseen, *rng.choice(TOOLS, 4, replace=False)]).tolist())
+        now = last + float(rng.choice([-300.0, 0.0, 5.0, 60.0, 3000.0]))
+        c = Candidates(
+            ids,
+            rng.random(len(ids)).astype(np.float32),
+            rng.random(len(ids)).astype(np.float32),
+            tuple(providers[t] for t in ids),
+            None if trial % 3 == 0 else unit(rng),
+            now,
+        )
+        ranking, want = p.rank(c), reference(p, c)
+        for name in ("bandit", "reliability", "availability"):
+            np.testing.assert_allclose(ranking.components[name], want[name], rtol=1e-12, atol=0, err_msg=name)
+        np.testing.assert_allclose(ranking.scores, want["scores"], rtol=1e-12, atol=0)
+        assert ranking.healthy.tolist() == (want["availability"] >= p.gate).tolist()

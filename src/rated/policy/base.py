@@ -200,7 +200,13 @@ class BasePolicy(abc.ABC):
         would cost it a NumPy round trip for each). ``_score``'s output is checked here."""
         scores, components, healthy = self._score(candidates)
         k = len(candidates.tool_ids)
-        values = _floats(scores, k)
+        if type(scores) is list and len(scores) == k:  # _floats' plain-list path, without its call
+            try:
+                values: list[float] | None = list(map(float, scores))
+            except (TypeError, ValueError):
+                values = None
+        else:
+            values = _floats(scores, k)
         if values is None or not (math.isfinite(sum(values)) or all(map(math.isfinite, values))):
             raise ConfigError(f"{type(self).__name__}._score returned invalid scores: {scores!r}")
         if healthy is None:

@@ -54,8 +54,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Sequence
-from itertools import compress, repeat
-from operator import add, or_
+from operator import add
 from typing import Any, ClassVar
 
 import numpy as np
@@ -255,40 +254,26 @@ class RatedPolicy(BasePolicy):
                 else [util * math.log(max(bandit_out[0], _FLOOR))] * k
             )
         index = self._rows.index
-        stateful: Sequence[int] = ()
-        if index:  # maps over C callables, no Python frame per candidate; 0: no state (the pristine row)
-            rows = list(map(index.get, ids, repeat(0, k)))
-            prows = list(map(self._provider_rows.get, providers, repeat(0, k)))
-            stateful = list(compress(range(k), map(or_, rows, prows)))
-        if stateful:
-            live = list(filter(None, map(rows.__getitem__, stateful)))  # tool rows, in candidate order
-            if contextual and live:  # the loop takes the products in the same order
+        if index:  # state rows of the candidates and of their providers (None: none, the pristine row 0)
+            rows = list(map(index.get, ids))
+            prows = list(map(self._provider_rows.get, providers))
+            live = list(filter(None, rows))  # tool rows, in candidate order: the loop meets them so
+        if index and (live or any(prows)):
+            if contextual and live:
                 vec = self._rows.vectors.take(live, axis=0)  # theta, then 1 / A
                 d = self._dim
                 next_corr = iter((vec[:, :d] @ x).tolist()).__next__
                 next_quad = iter((vec[:, d:] @ (x * x)).tolist()).__next__
             table, norm = self._rows.scalars, self._avail_norm
-            if len(live) < len(stateful):
-                # a candidate with provider state only reads the pristine row 0 as its tool's: what that row
-                # gives at ``now`` is worked out once, by the loop's own expressions
-                tf, to, s, f, beta, rate, _, blocked0, _, _, _ = table[0]
-                d = tf - now
-                fade0 = 2.0 ** (d * inv_hl) if d < 0.0 else 1.0
-                d = to - now
-                up_0 = up0 - beta * (2.0 ** (d * rate) if d < 0.0 else 1.0)
-                s_0, f_0 = s * fade0, f * fade0
-                if contextual:  # no correction (0), the fresh quadratic term
-                    corr_0 = 0.0 * fade0
-                    q = (fresh - fresh) * fade0 + fresh
-                    bonus_0 = alpha * math.sqrt(q if q > 0.0 else 0.0)
+            fade0 = None  # what the pristine row gives at ``now``, once a candidate needs it
             # Hot loop: conditional expressions instead of min()/max() calls (about 2x faster per candidate,
             # same values: 2 ** (min(d, 0) * r) is 1.0 for d >= 0); d = age of a timestamp, <= 0 normally.
-            for i in stateful:
-                r, pr = rows[i], prows[i]
-                if pr and providers[i] == ids[i]:  # a tool without a provider is its own: no shared row
-                    if not r:
+            for i, r, pr in zip(range(k), rows, prows):  # noqa: B905 (k each)
+                if not r:
+                    if not pr or providers[i] == ids[i]:  # no state; a tool without a provider is its own
                         continue
-                    pr = 0
+                elif pr and providers[i] == ids[i]:
+                    pr = None
                 if r:
                     tf, to, s, f, beta, rate, _, blocked, _, _, _ = table[r]
                     d = tf - now
@@ -297,6 +282,19 @@ class RatedPolicy(BasePolicy):
                     up = up0 - beta * (2.0 ** (d * rate) if d < 0.0 else 1.0)
                     s, f = s * fade, f * fade
                 else:
+                    if fade0 is None:
+                        # a candidate with provider state only reads the pristine row 0 as its tool's: the
+                        # same expressions, worked out once
+                        tf, to, s, f, beta, rate, _, blocked0, _, _, _ = table[0]
+                        d = tf - now
+                        fade0 = 2.0 ** (d * inv_hl) if d < 0.0 else 1.0
+                        d = to - now
+                        up_0 = up0 - beta * (2.0 ** (d * rate) if d < 0.0 else 1.0)
+                        s_0, f_0 = s * fade0, f * fade0
+                        if contextual:  # no correction (0), the fresh quadratic term
+                            corr_0 = 0.0 * fade0
+                            q = (fresh - fresh) * fade0 + fresh
+                            bonus_0 = alpha * math.sqrt(q if q > 0.0 else 0.0)
                     fade, up, blocked, s, f = fade0, up_0, blocked0, s_0, f_0
                 if pr:
                     ptf, pto, ps, pf, pbeta, prate, _, _, _, _, _ = table[pr]
