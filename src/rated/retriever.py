@@ -379,11 +379,12 @@ class Retriever:
         columns = []
         for v in components.values():
             columns.append(v if type(v) is list else converted.get(id(v)) or _plain_floats(v))
-        bandit = [None] * len(where)
         for name in _BANDIT_NAMES:
             if name in components:
                 bandit = columns[names.index(name)]
                 break
+        else:
+            bandit = [None] * len(where)
         top = order[:k]
         if columns:  # each hit's components: its row of the columns, by name
             per_hit = list(zip(*columns) if checked else zip(*columns, strict=True))  # noqa: B905
