@@ -8,6 +8,7 @@ import pytest
 
 from rated import Tool, stored_tool
 from rated.encode.testing import HashEncoder
+from rated.index import snapshot
 from rated.errors import QueryError, UnknownToolError
 from rated.retriever import Retriever
 from rated.tool_filter import ToolFilter
@@ -182,9 +183,11 @@ def test_a_damaged_stored_record_does_not_fail_every_query_filtered_by_platform(
 
 @pytest.fixture
 def opened(tmp_path):
-    """A retriever just opened from SQLite (no record parsed yet), its index built."""
+    """A retriever just opened from SQLite (no record parsed yet), its index built; the facet snapshot
+    that indexing saved is deleted, so that its first facet filter parses the records."""
     db = tmp_path / "opened.db"
-    Retriever.from_catalog(tools(), db=db, encoder=HashEncoder(64)).close()
+    with Retriever.from_catalog(tools(), db=db, encoder=HashEncoder(64)) as built:
+        assert built.store.delete_cached(snapshot.FACETS_NAME)
     with Retriever.open(db, encoder=HashEncoder(64)) as r:
         r.retrieve(QUERY, k=2)
         yield r

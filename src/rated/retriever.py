@@ -62,6 +62,7 @@ from rated.store.base import (
     Store,
 )
 from rated.store.codec import decode_state, encode_state
+from rated.store.memory import MemoryStore
 from rated.store.meta import EncoderIdentity, IndexMeta
 from rated.store.open import open_store
 from rated.store.rows import IdSpellings
@@ -199,6 +200,8 @@ class Retriever:
                 flat = retriever._search_index().dense.kind == "flat"
                 if flat and retriever._catalog_version == version:
                     setup.drop_graph(store, version)  # the graph of the catalog this one replaced
+                if not isinstance(store, MemoryStore):  # its facet snapshot too: no process then parses
+                    retriever._current_pool_filter().build_facets()  # records for its first filter
             return retriever
 
     @classmethod
@@ -336,7 +339,9 @@ class Retriever:
     def _current_pool_filter(self) -> PoolFilter:
         """The current pool's ``PoolFilter``, made on first use (call with the lock held)."""
         if self._pool_filter is None:
-            self._pool_filter = PoolFilter(self._tools, self._position)
+            # facets come from the last pool's table and the store's snapshot where their records match
+            self._pool_filter = PoolFilter(self._tools, self._position, self._store, self._last_pool_filter)
+            self._last_pool_filter = None  # its table is held by the new one: the old pool can go
         return self._pool_filter
 
     def _allowed(self, where: ToolFilter | None) -> np.ndarray | None:
@@ -1037,6 +1042,12 @@ class Retriever:
         """The pool in index order: entries (``StoredTool``: what is returned is their ``.tool``), ids,
         positions and priors; no record is parsed."""
         self._tools = list(tools)
+        # the last pool's filter (or the one before, if no filtered query came in between): its facet table
+        # covers the tools this change kept, so the next table parses only the new ones
+        previous = getattr(self, "_pool_filter", None)
+        if previous is None:
+            previous = getattr(self, "_last_pool_filter", None)
+        self._last_pool_filter: PoolFilter | None = previous
         self._pool_filter: PoolFilter | None = None  # built by the first filtered query of this pool
         self._ids = [t.id for t in self._tools]
         self._by_id = dict(zip(self._ids, self._tools, strict=True))
