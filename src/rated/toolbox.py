@@ -307,8 +307,10 @@ class Toolbox:
         unless given here), and index them: only they are encoded, and ``select``, ``run`` and
         ``definitions`` have them when it returns. A tool the index already holds without an object here
         (left by an earlier run, or another process's) is taken as opening ``db`` takes it: updated in
-        place if it changed, keeping what it learned. An id this toolbox holds (``ToolExistsError``) or an
-        object that cannot be read (``CatalogError``, each problem listed) changes nothing. Returns what
+        place if it changed, keeping what it learned. A tool this toolbox holds that the index no longer
+        does (another process removed it: ``RemovedToolError``) is indexed again, with the object given
+        here. An id this toolbox holds and the index too (``ToolExistsError``, in any Unicode spelling) or
+        an object that cannot be read (``CatalogError``, each problem listed) changes nothing. Returns what
         changed in the index (``added``, ``updated``, ``unchanged``). It encodes in the calling thread
         (``asyncio.to_thread`` for an event loop); ``select`` and ``run`` go on meanwhile."""
         options = {
@@ -318,20 +320,41 @@ class Toolbox:
         read = read_objects(objects, **options)
         with self._changing:
             by_id = self._by_id
-            held = [r.tool.id for r in read if r.tool.id in by_id]
-            if held:
-                raise ToolExistsError(held)
+            replaced = self._removed_elsewhere(read, by_id)  # held here, gone from the index: added again
             new = {r.tool.id: r for r in read}
             self._adding = new  # a select finding them once indexed, before _by_id has them, takes these
             try:
                 report = self._retriever.sync_tools([r.tool for r in read], progress=progress)
                 with self._lock:
-                    self._by_id = {**by_id, **new}
+                    kept = {t: entry for t, entry in by_id.items() if t not in replaced}
+                    self._by_id = {**kept, **new}
                     self._indexed |= frozenset(new)
                     self._forget_filters()
             finally:
                 self._adding = {}
         return report
+
+    def _removed_elsewhere(self, read: list[ToolObject], by_id: Mapping[str, ToolObject]) -> frozenset[str]:
+        """The ids (as this toolbox spells them) of the tools in ``read`` that it holds but the index no
+        longer does (another process removed them): ``add_tools`` indexes them again with their new objects,
+        as ``RemovedToolError`` advises; ``remove_tools`` cannot drop the last one first. One that the index
+        still holds is a ``ToolExistsError``."""
+        held = {r.tool.id: found for r in read if (found := self._held_id(r.tool.id, by_id)) is not None}
+        if not held:
+            return frozenset()
+        still = [tool_id for tool_id, found in held.items() if self._in_index(found)]
+        if still:
+            raise ToolExistsError(still)
+        return frozenset(held.values())
+
+    def _in_index(self, tool_id: str) -> bool:
+        """Whether the index holds ``tool_id`` now (in any Unicode spelling; changes by other processes
+        read)."""
+        try:
+            self._retriever.tool(tool_id)
+        except UnknownToolError:
+            return False
+        return True
 
     def remove_tools(self, tool_ids: str | Iterable[str]) -> list[str]:
         """Drop tools from this toolbox and from the index, with what they learned (as
