@@ -18,6 +18,7 @@ import httpx
 import pytest
 from pydantic import BaseModel
 
+from counting_encoder import CountingEncoder
 from rated import Tool
 from rated.catalog.text import tool_text
 from rated.encode.testing import HashEncoder
@@ -58,18 +59,6 @@ async def web_search(query: str) -> list[str]:
 
 MCP_LIKE = {"name": "create_issue", "description": "Create an issue", "inputSchema": {"type": "object"}}
 OBJECTS = [get_weather, daily_forecast, send_email, web_search, MCP_LIKE]
-
-
-class CountingEncoder(HashEncoder):
-    """HashEncoder (same name, same embeddings) that records the tool texts it encodes."""
-
-    def __init__(self) -> None:
-        super().__init__(64)
-        self.encoded: list[str] = []
-
-    def encode_tools(self, texts, **options):
-        self.encoded.extend(texts)
-        return super().encode_tools(texts, **options)
 
 
 @pytest.fixture(autouse=True)

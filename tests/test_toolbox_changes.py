@@ -11,6 +11,7 @@ import threading
 
 import pytest
 
+from counting_encoder import CountingEncoder
 from rated.catalog.text import tool_text
 from rated.encode.testing import HashEncoder
 from rated.errors import (
@@ -55,18 +56,6 @@ def stock_quote(ticker: str) -> float:
     """Latest stock price for a ticker symbol."""
     CALLS.append("stock_quote")
     return 42.0
-
-
-class CountingEncoder(HashEncoder):
-    """HashEncoder (same name, same embeddings) that records the tool texts it encodes."""
-
-    def __init__(self) -> None:
-        super().__init__(64)
-        self.encoded: list[str] = []
-
-    def encode_tools(self, texts, **options):
-        self.encoded.extend(texts)
-        return super().encode_tools(texts, **options)
 
 
 @pytest.fixture(autouse=True)

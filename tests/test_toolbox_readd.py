@@ -10,8 +10,8 @@ import pytest
 
 from rated.encode.testing import HashEncoder
 from rated.errors import RemovedToolError, ToolExistsError
-from rated.store.base import LastToolError
 from rated.retriever import Retriever
+from rated.store.base import LastToolError
 from rated.toolbox import Toolbox
 
 CAFE_NFC = unicodedata.normalize("NFC", "café_menu")
