@@ -1,5 +1,6 @@
 """``rated feedback --status 404`` from separate runs of the command: the evidence of a retired endpoint
-is kept in the database, so each run adds to what the others reported (``rated.retired``)."""
+is kept in the database, so each run adds to what the others reported (``rated.retired``). The catalog
+and its clean history: ``retired_catalog`` (the ``db`` fixture of ``conftest.py``)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,6 @@ from rated.cli import main
 from rated.retired import load_run
 from rated.retriever import Retriever
 
-CATALOG = [
-    {"id": "mail.a", "name": "send_email", "description": "Send an email message"},
-    {"id": "mail.b", "name": "email_send", "description": "Send an email message"},
-]
-
 
 def run(capsys, *argv: object) -> tuple[int, str, str]:
     code = main([str(a) for a in argv])
@@ -21,13 +17,7 @@ def run(capsys, *argv: object) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_feedback_status_404_from_separate_runs_adds_up(tmp_path, capsys):
-    catalog, db = tmp_path / "cat.jsonl", tmp_path / "rated.db"
-    catalog.write_text("\n".join(json.dumps(t) for t in CATALOG) + "\n")
-    assert run(capsys, "index", catalog, "--db", db, "--encoder", "hash-64")[0] == 0
-    with Retriever.open(db) as r:  # a clean history: three different queries are enough
-        for i in range(20):
-            r.feedback("mail.a", "success", query=f"email number {i}")
+def test_feedback_status_404_from_separate_runs_adds_up(db, capsys):
     for who in ("Ada", "Bob", "Cy"):
         code, out, err = run(
             capsys, "feedback", "mail.a", "--status", "404", "--query", f"email {who}", "--db", db, "--json"

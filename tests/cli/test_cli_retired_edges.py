@@ -1,6 +1,7 @@
 """The retired-endpoint rule's state in the CLI at its edges: ``rated tools --json`` rows as ``GET /tools``
 lists them, ``rated feedback`` naming the tool as the catalog spells it, and an evidence read that fails
-after the report was recorded."""
+after the report was recorded. The catalog and its clean history: ``retired_catalog`` (the ``db`` fixture
+of ``conftest.py``)."""
 
 from __future__ import annotations
 
@@ -15,31 +16,13 @@ from rated.errors import StoreError
 from rated.retriever import Retriever
 from rated.service import Settings, create_app
 from rated.store.sqlite import SQLiteStore
-
-CAFE = unicodedata.normalize("NFC", "café.menu")
-CATALOG = [
-    {"id": "mail.a", "name": "send_email", "description": "Send an email message"},
-    {"id": "mail.b", "name": "email_send", "description": "Send an email message"},
-    {"id": CAFE, "name": "cafe_menu", "description": "The menu of a cafe"},
-]
+from retired_catalog import CAFE
 
 
 def run(capsys, *argv: object) -> tuple[int, str, str]:
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
-
-
-@pytest.fixture
-def db(tmp_path, capsys):
-    catalog, db = tmp_path / "cat.jsonl", tmp_path / "rated.db"
-    catalog.write_text("\n".join(json.dumps(t, ensure_ascii=False) for t in CATALOG) + "\n")
-    assert run(capsys, "index", catalog, "--db", db, "--encoder", "hash-64")[0] == 0
-    with Retriever.open(db) as r:  # a clean history: three different queries are enough
-        for i in range(20):
-            r.feedback("mail.a", "success", query=f"email number {i}")
-            r.feedback(CAFE, "success", query=f"menu number {i}")
-    return db
 
 
 def feedback(capsys, db, tool_id: str, *argv: object) -> tuple[int, str, str]:

@@ -1,37 +1,19 @@
 """The retired-endpoint rule made visible in the CLI: ``rated feedback`` says when a 404/410 was counted as
 ``tool_error`` and how far the tool's run has got, ``rated tools`` shows each tool's run (rich and
-``--json``)."""
+``--json``). The catalog and its clean history: ``retired_catalog`` (the ``db`` fixture of
+``conftest.py``)."""
 
 from __future__ import annotations
 
 import json
 
-import pytest
-
 from rated.cli import main
-from rated.retriever import Retriever
-
-CATALOG = [
-    {"id": "mail.a", "name": "send_email", "description": "Send an email message"},
-    {"id": "mail.b", "name": "email_send", "description": "Send an email message"},
-]
 
 
 def run(capsys, *argv: object) -> tuple[int, str, str]:
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
-
-
-@pytest.fixture
-def db(tmp_path, capsys):
-    catalog, db = tmp_path / "cat.jsonl", tmp_path / "rated.db"
-    catalog.write_text("\n".join(json.dumps(t) for t in CATALOG) + "\n")
-    assert run(capsys, "index", catalog, "--db", db, "--encoder", "hash-64")[0] == 0
-    with Retriever.open(db) as r:  # a clean history: three different queries are enough
-        for i in range(20):
-            r.feedback("mail.a", "success", query=f"email number {i}")
-    return db
 
 
 def feedback(capsys, db, *argv: object) -> tuple[int, str, str]:

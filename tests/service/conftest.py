@@ -1,13 +1,72 @@
-"""Fixtures the service tests share (a fixture, not an import: the tests folder is not a package)."""
+"""Fixtures the service tests share (a fixture, not an import: the tests folder is not a package).
+
+``now``, ``retriever`` and ``client`` are the retired-endpoint tests' set-up (``retired_catalog``): a
+module with another catalog defines its own ``retriever`` (or ``now``), which the shared ``client`` then
+serves."""
 
 from __future__ import annotations
 
 import http.server
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
+
+from rated.encode.testing import HashEncoder
+from rated.retriever import Retriever
+from rated.service import Settings, create_app
+from retired_catalog import TOOLS, record_clean_history
+
+
+@pytest.fixture
+def now() -> list[float]:
+    """The retriever's clock (``now[0]``, seconds): a test moves it to age the evidence."""
+    return [1000.0]
+
+
+@pytest.fixture
+def retriever(now: list[float]) -> Iterator[Retriever]:
+    """The retired-endpoint catalog with a clean history, a minute before the test starts reporting."""
+    r = Retriever.from_catalog(TOOLS, encoder=HashEncoder(64), clock=lambda: now[0])
+    record_clean_history(r)
+    now[0] += 60
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def client(retriever: Retriever) -> Iterator[TestClient]:
+    """The HTTP app with default settings around the test's ``retriever``."""
+    with TestClient(create_app(Settings(), retriever=retriever)) as c:
+        yield c
+
+
+@pytest.fixture
+def report_over_mcp(retriever: Retriever) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    """Calls MCP ``report_outcome`` with each argument dict in turn, in one in-memory session on the test's
+    ``retriever``; returns the structured answers, each checked to be no tool error."""
+    pytest.importorskip("mcp")
+    import anyio
+    from mcp import Client
+
+    from rated.service.mcp_server import build_mcp_server
+
+    def report(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        answers: list[dict[str, Any]] = []
+
+        async def session() -> None:
+            async with Client(build_mcp_server(retriever)) as c:
+                for args in calls:
+                    result = await c.call_tool("report_outcome", args)
+                    assert not result.is_error, result.content
+                    answers.append(result.structured_content)
+
+        anyio.run(session)
+        return answers
+
+    return report
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
 """The dashboard shows the retired-endpoint rule's view of each tool listed: whether it holds, from how
-many different queries of how many it needs (``rated.retired``), read from the evidence, never written."""
+many different queries of how many it needs (``rated.retired``), read from the evidence, never written.
+The catalog and its clean history: ``retired_catalog`` (the ``retriever`` and ``client`` fixtures of
+``conftest.py``), on the wall clock, which the dashboard reads."""
 
 from __future__ import annotations
 
@@ -7,42 +9,16 @@ import re
 import time
 
 import pytest
-from fastapi.testclient import TestClient
 
-from rated import Tool
 from rated.classify import outcome_from_status
-from rated.encode.testing import HashEncoder
 from rated.retired import RetiredStatus
-from rated.retriever import Retriever
-from rated.service import Settings, create_app
 from rated.service.dashboard import take_snapshot
-
-TOOLS = [
-    Tool(id="mail.a", name="send_email", description="Send an email message"),
-    Tool(id="weather", name="weather_forecast", description="Weather forecast for a city"),
-    Tool(id="maps", name="route", description="Route between two places"),
-]
 
 
 @pytest.fixture
 def now() -> list[float]:
+    """The wall clock: the dashboard reads each run as of ``time.time()``."""
     return [time.time()]
-
-
-@pytest.fixture
-def retriever(tmp_path, now):
-    r = Retriever.from_catalog(TOOLS, tmp_path / "rated.db", encoder=HashEncoder(64), clock=lambda: now[0])
-    for i in range(20):  # a clean history: three different queries are enough evidence
-        r.feedback("mail.a", "success", query=f"email number {i}")
-    now[0] += 60
-    yield r
-    r.close()
-
-
-@pytest.fixture
-def client(retriever):
-    with TestClient(create_app(Settings(), retriever=retriever)) as c:
-        yield c
 
 
 def row_of(page: str, tool_id: str) -> str:
@@ -55,7 +31,7 @@ def test_rows_show_the_rule(client, retriever, now):
         body = {"tool_id": "mail.a", "status": 404, "query": f"email to {who}"}
         assert client.post("/feedback", json=body).status_code == 200
     client.post("/feedback", json={"tool_id": "weather", "status": 410, "query": "forecast"})
-    client.post("/feedback", json={"tool_id": "maps", "outcome": "tool_error"})
+    client.post("/feedback", json={"tool_id": "mail.b", "outcome": "tool_error"})
     states, log = retriever.store.load_states(), retriever.outcomes(limit=None)
     page = client.get("/dashboard").text
     assert "retired endpoint?</th>" in page
@@ -63,7 +39,7 @@ def test_rows_show_the_rule(client, retriever, now):
     assert re.search(r'<span class="bad">yes</span> <span class="muted">3/3 queries</span>', mail)
     assert "404/410 from 3 different queries since the last success: counted as tool_error" in mail
     assert 'no <span class="muted">1/10 queries</span>' in row_of(page, "weather")
-    assert "queries" not in row_of(page, "maps")  # failing, but no run of 404/410s
+    assert "queries" not in row_of(page, "mail.b")  # failing, but no run of 404/410s
     assert retriever.store.load_states() == states and retriever.outcomes(limit=None) == log  # read only
 
 

@@ -11,7 +11,6 @@ from fastapi.testclient import TestClient
 from rated import Tool
 from rated.encode.testing import HashEncoder
 from rated.retriever import Retriever
-from rated.service import Settings, create_app
 from rated.service.routes import dashboard as dashboard_routes
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -31,12 +30,6 @@ def retriever(tmp_path):
     r = Retriever.from_catalog(catalog(), tmp_path / "rated.db", encoder=HashEncoder(64))
     yield r
     r.close()
-
-
-@pytest.fixture
-def client(retriever):
-    with TestClient(create_app(Settings(), retriever=retriever)) as c:
-        yield c
 
 
 def tool_rows(page: str) -> list[str]:

@@ -4,38 +4,21 @@ rated, the answer says what was recorded, and the learned health follows the cla
 from __future__ import annotations
 
 import pytest
-from fastapi.testclient import TestClient
 
-from rated import Tool
 from rated.encode.testing import HashEncoder
 from rated.retriever import Retriever
-from rated.service import Settings, create_app
 from rated.service.tool_headers import MAX_HEADER_NAME, MAX_HEADER_VALUE, MAX_HEADERS
+from retired_catalog import TOOLS
 
 QUERY = "send an email message"
-TOOLS = [
-    Tool(id="mail.a", name="send_email", description="Send an email message to a recipient"),
-    Tool(id="mail.b", name="email_send", description="Send an email"),
-    Tool(id="weather", name="weather_forecast", description="Weather forecast for a city"),
-]
-
-
-@pytest.fixture
-def now() -> list[float]:
-    return [1000.0]
 
 
 @pytest.fixture
 def retriever(now):
+    """The retired-endpoint tests' catalog (``retired_catalog``) with no history: each status decides."""
     r = Retriever.from_catalog(TOOLS, encoder=HashEncoder(64), clock=lambda: now[0])
     yield r
     r.close()
-
-
-@pytest.fixture
-def client(retriever):
-    with TestClient(create_app(Settings(), retriever=retriever)) as c:
-        yield c
 
 
 def top(client) -> str:

@@ -1,42 +1,16 @@
 """The retired-endpoint rule's state over HTTP at its edges: a clock gone back past the tool's last success,
 an evidence read that fails after the report was persisted, the cost of ``GET /tools`` with a large
-catalog, a tool typed in another Unicode form, and a run that ended or expired."""
+catalog, a tool typed in another Unicode form, and a run that ended or expired. The catalog and its clean
+history: ``retired_catalog`` (the ``retriever`` and ``client`` fixtures of ``conftest.py``)."""
 
 from __future__ import annotations
 
 import unicodedata
 
 import pytest
-from fastapi.testclient import TestClient
 
-from rated import Tool
-from rated.encode.testing import HashEncoder
 from rated.errors import StoreError
-from rated.retriever import Retriever
-from rated.service import Settings, create_app
-
-CAFE = unicodedata.normalize("NFC", "café.menu")
-TOOLS = [
-    Tool(id="mail.a", name="send_email", description="Send an email message to a recipient"),
-    Tool(id="weather", name="weather_forecast", description="Weather forecast for a city"),
-    Tool(id=CAFE, name="cafe_menu", description="The menu of a cafe"),
-]
-
-
-@pytest.fixture
-def retriever(clock):
-    r = Retriever.from_catalog(TOOLS, encoder=HashEncoder(64), clock=clock)
-    for i in range(20):  # a clean history: three different queries are enough evidence
-        r.feedback("mail.a", "success", query=f"email message number {i}")
-        r.feedback(CAFE, "success", query=f"menu number {i}")
-    yield r
-    r.close()
-
-
-@pytest.fixture
-def client(retriever):
-    with TestClient(create_app(Settings(), retriever=retriever)) as c:
-        yield c
+from retired_catalog import CAFE, TOOLS
 
 
 def report(client, status: int, query: str | None, tool_id: str = "mail.a") -> dict:
@@ -45,8 +19,8 @@ def report(client, status: int, query: str | None, tool_id: str = "mail.a") -> d
     return answer.json()
 
 
-def test_a_clock_gone_back_past_the_last_success_still_shows_the_run(client, clock):
-    clock.t -= 600  # NTP stepped the clock back: the 404s log earlier than the last success
+def test_a_clock_gone_back_past_the_last_success_still_shows_the_run(client, now):
+    now[0] -= 600  # NTP stepped the clock back: the 404s log earlier than the last success
     answers = [report(client, 404, f"email to {who}") for who in ("Ada", "Bob", "Cy")]
     assert answers[2]["counted_as"] == "tool_error"  # the rule holds: the policy learned a tool error
     rows = {row["id"]: row for row in client.get("/tools").json()["data"]}
@@ -109,11 +83,11 @@ def test_a_tool_typed_in_another_unicode_form(client):
     assert client.get(f"/tools/{nfd}").json()["retired"] == rows[CAFE]["retired"]
 
 
-def test_no_run_once_it_ended_or_expired(client, clock):
+def test_no_run_once_it_ended_or_expired(client, now):
     for who in ("Ada", "Bob", "Cy"):
         report(client, 404, f"email to {who}")
     assert client.get("/tools/mail.a").json()["retired"]["holds"] is True
-    clock.t += 86_400 + 1  # a day on: the evidence is older than the window
+    now[0] += 86_400 + 1  # a day on: the evidence is older than the window
     assert "retired" not in client.get("/tools/mail.a").json()
     assert "retired" not in client.get("/tools").json()["data"][0]
     report(client, 404, "email to Dee")  # a new run of one query

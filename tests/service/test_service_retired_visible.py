@@ -1,44 +1,9 @@
 """The retired-endpoint rule made visible over HTTP and MCP: a feedback answer says when its 404/410 was
 counted as ``tool_error`` (``counted_as``) and gives the tool's run of them (``retired``); ``GET /tools``
-and ``GET /tools/{id}`` show each tool's run, whether it holds and from how many queries."""
+and ``GET /tools/{id}`` show each tool's run, whether it holds and from how many queries. The catalog and
+its clean history: ``retired_catalog`` (the ``retriever`` and ``client`` fixtures of ``conftest.py``)."""
 
 from __future__ import annotations
-
-import anyio
-import pytest
-from fastapi.testclient import TestClient
-
-from rated import Tool
-from rated.encode.testing import HashEncoder
-from rated.retriever import Retriever
-from rated.service import Settings, create_app
-
-TOOLS = [
-    Tool(id="mail.a", name="send_email", description="Send an email message to a recipient"),
-    Tool(id="mail.b", name="email_send", description="Send an email"),
-    Tool(id="weather", name="weather_forecast", description="Weather forecast for a city"),
-]
-
-
-@pytest.fixture
-def now() -> list[float]:
-    return [1000.0]
-
-
-@pytest.fixture
-def retriever(now):
-    r = Retriever.from_catalog(TOOLS, encoder=HashEncoder(64), clock=lambda: now[0])
-    for i in range(20):  # a clean history: three different queries are enough evidence
-        r.feedback("mail.a", "success", query=f"email message number {i}")
-    now[0] += 60
-    yield r
-    r.close()
-
-
-@pytest.fixture
-def client(retriever):
-    with TestClient(create_app(Settings(), retriever=retriever)) as c:
-        yield c
 
 
 def report(client, status: int, query: str | None = None, tool_id: str = "mail.a") -> dict:
@@ -106,23 +71,9 @@ def test_the_schema_documents_it(client):
     )
 
 
-def test_report_outcome_over_mcp_says_it_too(retriever):
-    pytest.importorskip("mcp")
-    from mcp import Client
-
-    from rated.service.mcp_server import build_mcp_server
-
-    server = build_mcp_server(retriever)
-    answers = []
-
-    async def session() -> None:
-        async with Client(server) as c:
-            for who in ("Ada", "Bob", "Cy"):
-                args = {"tool_id": "mail.a", "status": 404, "query": f"email to {who}"}
-                result = await c.call_tool("report_outcome", args)
-                assert not result.is_error, result.content
-                answers.append(result.structured_content)
-
-    anyio.run(session)
+def test_report_outcome_over_mcp_says_it_too(report_over_mcp):
+    answers = report_over_mcp(
+        [{"tool_id": "mail.a", "status": 404, "query": f"email to {who}"} for who in ("Ada", "Bob", "Cy")]
+    )
     assert [a.get("counted_as") for a in answers] == [None, None, "tool_error"]
     assert answers[2]["retired"]["holds"] is True and answers[2]["retired"]["queries"] == 3
