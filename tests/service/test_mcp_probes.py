@@ -3,6 +3,7 @@ it runs (the setting was read, checked, and ignored), and stops probing when its
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -20,6 +21,8 @@ from rated.service import Settings  # noqa: E402
 from rated.service.mcp_server import build_mcp_server  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("fast_probes")  # rounds every few ms
+
+GENEROUS = 20.0  # seconds a step the test waits for gets on a busy machine
 
 
 def probers() -> list[threading.Thread]:
@@ -57,3 +60,47 @@ def test_without_the_setting_the_server_does_not_probe(endpoint):
                 return probers()
 
         assert anyio.run(session) == []
+
+
+def test_the_servers_run_ends_without_blocking_the_event_loop_on_the_prober(monkeypatch, caplog):
+    """The prober is reading its targets (held until a task on the loop lets it go) when the session ends:
+    the loop must run that task meanwhile, and the prober's thread has ended once the run has. Before, the
+    lifespan joined the thread on the loop (``stop_prober``), so nothing let it go: the join gave up after
+    ``probe_timeout`` + 1 s and warned, leaving the thread behind."""
+    import rated.service.mcp_server as mcp_server
+
+    reading, release = threading.Event(), threading.Event()
+    real_targets, real_start = Retriever.probe_targets, mcp_server.start_prober
+    started = []
+
+    def held(self, budget=3):
+        reading.set()
+        release.wait(GENEROUS)
+        return real_targets(self, budget)
+
+    monkeypatch.setattr(Retriever, "probe_targets", held)
+    monkeypatch.setattr(mcp_server, "start_prober", lambda *a: started.append(real_start(*a)) or started[0])
+    tools = [Tool(id="t0", name="tool_0", description="send an email", endpoint="http://127.0.0.1:9/x")]
+    with Retriever.from_catalog(tools, encoder=HashEncoder(32)) as r:
+        r.feedback("t0", "tool_error")
+        server = build_mcp_server(r, Settings(probe_every=0.01, probe_timeout=0.5))
+
+        async def main() -> bool:
+            async with anyio.create_task_group() as tg:
+                async with Client(server):
+                    with anyio.fail_after(GENEROUS):
+                        while not reading.is_set():
+                            await anyio.sleep(0.01)
+                    prober = started[0]
+
+                    async def let_go() -> None:  # runs only while the loop is free
+                        while not prober._stop.is_set():
+                            await anyio.sleep(0.01)
+                        release.set()
+
+                    tg.start_soon(let_go)
+                return release.is_set() and not prober._thread.is_alive()
+
+        with caplog.at_level(logging.WARNING, logger="rated.service.probes"):
+            assert anyio.run(main)  # let go by the loop, and the thread had ended when the run did
+    assert not [rec for rec in caplog.records if rec.name == "rated.service.probes"]

@@ -145,8 +145,9 @@ def test_the_mcp_sdk_is_imported_in_a_thread_as_the_prober_starts(tmp_path):
 
 
 def test_stop_prober_from_a_thread_still_waits_for_the_check_in_flight(monkeypatch):
-    """``stop_prober`` (what ``rated mcp`` calls) keeps its contract: the thread has ended when it returns,
-    or it warns; only ``astop_prober`` leaves a check in flight behind."""
+    """``stop_prober`` (for callers off an event loop; the HTTP app and ``rated mcp`` use ``astop_prober``)
+    keeps its contract: the thread has ended when it returns, or it warns; only ``astop_prober`` leaves a
+    check in flight behind."""
     started, release = threading.Event(), threading.Event()
 
     def hangs(tool):

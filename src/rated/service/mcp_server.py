@@ -24,7 +24,7 @@ from rated.outcome import OutcomeKind
 from rated.retriever import Retriever
 from rated.service.actions import checked_k, record_feedback
 from rated.service.filter_values import FilterValue
-from rated.service.probes import start_prober, stop_prober
+from rated.service.probes import astop_prober, start_prober
 from rated.service.reopen import Reopening
 from rated.service.schemas import WHERE_KEYS, FeedbackOut, RetrieveOut
 from rated.service.settings import Settings
@@ -198,12 +198,13 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
     @asynccontextmanager
     async def probing(_: MCPServer) -> AsyncIterator[dict[str, Any]]:
         """Health probes while the server runs, when ``settings.probe_every`` is set (``rated mcp
-        --probe-every``): a recovered tool is back without an agent paying a failed call to find out."""
+        --probe-every``): a recovered tool is back without an agent paying a failed call to find out.
+        Stopped without blocking the event loop, which may still be answering or closing sessions."""
         prober = start_prober(settings, lambda: serving.current)
         try:
             yield {}
         finally:
-            stop_prober(prober, settings)
+            await astop_prober(prober, settings)
 
     find_tools.__annotations__["k"] = _k_param(settings.max_k)  # the limit is known only now
     tools = [_closed_tool(find_tools, FIND_TOOLS), _closed_tool(report_outcome, REPORT_OUTCOME)]
