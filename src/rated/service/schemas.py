@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
 from rated.catalog.export import ExportFormat, tool_definitions
 from rated.catalog.schema import AuthType
@@ -38,6 +38,11 @@ __all__ = [
     "WHERE_KEYS",
     "WhereIn",
 ]
+
+
+def _is_none(value: Any) -> bool:
+    """For ``exclude_if``: a field left out of the answer while null (answers stay as they were before it)."""
+    return value is None
 
 
 class _In(BaseModel):
@@ -176,22 +181,17 @@ class HitOut(BaseModel):
     prior: float
     healthy: bool
     components: dict[str, float]
+    # without a format the hit is what it was before formats existed, byte for byte: no nulls
     call_name: str | None = Field(
-        None, description="with format: the name the model calls this tool by (absent without format)"
+        None,
+        description="with format: the name the model calls this tool by (absent without format)",
+        exclude_if=_is_none,
     )
     definition: dict[str, Any] | None = Field(
-        None, description="with format: the tool's definition for the model API (absent without format)"
+        None,
+        description="with format: the tool's definition for the model API (absent without format)",
+        exclude_if=_is_none,
     )
-
-    @model_serializer(mode="wrap")
-    def _without_format(self, handler: SerializerFunctionWrapHandler):
-        """Without a format the hit is what it was before formats existed, byte for byte: no nulls.
-        (No return annotation: pydantic would publish it as the hit's schema, an empty one for Any.)"""
-        out = handler(self)
-        if self.call_name is None and isinstance(out, dict):
-            out.pop("call_name", None)
-            out.pop("definition", None)
-        return out
 
     @classmethod
     def of(cls, hit: Hit, call_name: str | None = None, definition: dict[str, Any] | None = None) -> HitOut:
@@ -271,23 +271,20 @@ class FeedbackOut(BaseModel):
     healthy: bool | None = Field(
         description="the policy's view of the tool right after this outcome (null if it was removed since)"
     )
+    # only a 404/410 adds to the answer (no nulls otherwise: it stays what it was, and short for agents)
     counted_as: str | None = Field(
         default=None,
         description="what the policy learned this report as, when not as recorded: tool_error when a "
         "404/410 came while the tool's run of them holds (a retired endpoint, see retired; the outcome log "
         "keeps outcome); absent otherwise",
+        exclude_if=_is_none,
     )
     retired: RetiredOut | None = Field(
         default=None,
         description="for a 404/410: the tool's run of them right after this report (absent: another "
         "report, or no run)",
+        exclude_if=_is_none,
     )
-
-    @model_serializer(mode="wrap")
-    def _without_retired(self, handler: SerializerFunctionWrapHandler):
-        """Only a 404/410 adds to the answer (no nulls otherwise: it stays what it was, and short for
-        agents). (No return annotation, as ``HitOut``'s.)"""
-        return _without_nulls(handler(self), "counted_as", "retired")
 
 
 class ToolOut(BaseModel):
@@ -302,16 +299,12 @@ class ToolOut(BaseModel):
     last_outcome: str | None
     last_time: float | None
     components: dict[str, float]
-    retired: RetiredOut | None = Field(
+    retired: RetiredOut | None = Field(  # a tool without a run is listed as before (no null)
         default=None,
         description="its run of 404/410 caller errors since its last success (absent: none): holds says "
         "whether they count as tool_error now (a retired endpoint)",
+        exclude_if=_is_none,
     )
-
-    @model_serializer(mode="wrap")
-    def _without_retired(self, handler: SerializerFunctionWrapHandler):
-        """A tool without a run is listed as before (no null). (No return annotation, as ``HitOut``'s.)"""
-        return _without_nulls(handler(self), "retired")
 
     @classmethod
     def of(cls, health: ToolHealth) -> ToolOut:
@@ -352,15 +345,6 @@ class HealthOut(BaseModel):
         default=False,
         description="the index was rebuilt with another encoder or policy: the next request reopens it",
     )
-
-
-def _without_nulls(out: Any, *names: str) -> Any:
-    """A model's serialized ``out`` without the fields ``names`` that are null."""
-    if isinstance(out, dict):
-        for name in names:
-            if out.get(name, 0) is None:
-                del out[name]
-    return out
 
 
 class ErrorOut(BaseModel):
