@@ -143,8 +143,8 @@ class RemovedToolError(UnknownToolError):
         at = f" ({self.db})" if self.db else ""
         return (
             f"tool {shown(self.tool_id)} was removed from the index{at} since this toolbox indexed it, by "
-            "another process or through toolbox.retriever: toolbox.remove_tools drops it here, add_tools "
-            "then indexes it again"
+            "another process or through toolbox.retriever: toolbox.add_tools indexes it again (with the "
+            "object given), or toolbox.remove_tools drops it here"
         )
 
 
