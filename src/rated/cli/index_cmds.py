@@ -18,7 +18,7 @@ from rich.table import Table
 from rated.catalog.export import FORMATS, tool_definitions
 from rated.catalog.schema import AuthType
 from rated.cli.output import console, err_console, print_json
-from rated.errors import ConfigError, RatedError
+from rated.errors import ConfigError, RatedError, StoreError, UnknownToolError
 from rated.outcome import OutcomeKind
 from rated.shown import shown
 from rated.tool_filter import ToolFilter
@@ -273,10 +273,18 @@ def _feedback(args: argparse.Namespace) -> int:
     )
     with Retriever.open(args.db) as r:
         learned = r.feedback(args.tool_id, reported, query=args.query).kind  # what the policy learned
-        health = r.health(args.tool_id, stats=False)
-        tool_id = health.tool.id  # as the catalog spells it (Unicode form), as POST /feedback answers
-        retired = None
-        if is_evidence(reported):  # a 404/410: the tool's run of them now (rated.retired)
+        tool_id, healthy, retired = args.tool_id, None, None
+        try:
+            health = r.health(args.tool_id, stats=False)
+        except (UnknownToolError, StoreError) as exc:  # removed, or the index rebuilt, since recorded:
+            err_console.print(  # recorded already: an error exit would have it reported (and logged) twice
+                f"[yellow]warning:[/] recorded, but the tool's health could not be read: {escape(str(exc))}",
+                highlight=False,
+                soft_wrap=True,
+            )
+        else:  # as the catalog spells it (Unicode form), as POST /feedback answers
+            tool_id, healthy = health.tool.id, health.healthy
+        if healthy is not None and is_evidence(reported):  # a 404/410: the tool's run of them now
             try:
                 retired = status_of(r, [tool_id]).get(tool_id)
             except RatedError as exc:  # recorded already: an error exit would have it reported again
@@ -293,7 +301,7 @@ def _feedback(args: argparse.Namespace) -> int:
             "outcome": outcome,
             "retry_after": reported.retry_after,
             "recorded": True,
-            "healthy": health.healthy,
+            "healthy": healthy,
         }
         if counted is not None:  # as POST /feedback answers: only a 404/410 adds to it
             answer["counted_as"] = counted.value
@@ -301,7 +309,7 @@ def _feedback(args: argparse.Namespace) -> int:
             answer["retired"] = retired.to_dict()
         print_json(answer)
     else:
-        state = "healthy" if health.healthy else "[red]unhealthy[/]"
+        state = {True: "healthy", False: "[red]unhealthy[/]", None: "health unknown"}[healthy]
         notes = [f"HTTP {args.status}"] if args.status is not None else []
         if reported.retry_after is not None:
             notes.append(f"retry after {reported.retry_after:g} s")
