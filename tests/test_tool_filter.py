@@ -5,25 +5,11 @@ import logging
 import numpy as np
 import pytest
 
+from filter_pool import POOL
 from rated import Tool
-from rated.catalog.schema import Auth
 from rated.errors import QueryError, UnknownToolError
 from rated.stored_tool import StoredTool
 from rated.tool_filter import FILTER_KEYS, PoolFilter, ToolFilter
-
-POOL = [
-    Tool(
-        id="a",
-        name="a",
-        source="langchain",
-        tags=("Search", "web"),
-        provider="acme",
-        auth=Auth(type="api_key"),
-    ),
-    Tool(id="b", name="b", source="n8n", tags=("mail",), provider="acme", auth=Auth(type="none")),
-    Tool(id="c", name="c", source="LangChain", tags=("web",), auth=Auth(type="oauth2")),
-    Tool(id="d", name="d", source="mcp"),
-]
 
 
 def allowed(**where) -> list[str]:

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from filter_pool import POOL
 from rated import Tool
 from rated.catalog.schema import Auth
 from rated.errors import StoreError
@@ -18,19 +19,6 @@ from rated.store.sqlite import SQLiteStore
 from rated.stored_tool import StoredTool
 from rated.tool_filter import PoolFilter, ToolFilter, tool_facets
 
-POOL = [
-    Tool(
-        id="a",
-        name="a",
-        source="langchain",
-        tags=("Search", "web"),
-        provider="acme",
-        auth=Auth(type="api_key"),
-    ),
-    Tool(id="b", name="b", source="n8n", tags=("mail",), provider="acme", auth=Auth(type="none")),
-    Tool(id="c", name="c", source="LangChain", tags=("web",), auth=Auth(type="oauth2")),
-    Tool(id="d", name="d", source="mcp"),
-]
 FILTERS = [
     ToolFilter(source={"langchain"}),
     ToolFilter(source={"n8n", "MCP"}),
