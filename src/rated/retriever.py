@@ -75,7 +75,9 @@ __all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "SyncReport", "ToolHealth"]
 DEFAULT_POLICY = "rated"
 _STORE_OPTIONS = ("durability", "busy_timeout", "namespace", "max_outcomes")
 _BANDIT_NAMES = ("bandit", "mab", "health")  # what policies call their feedback-learned component
-_new, _set_attr = object.__new__, object.__setattr__  # how Hit._fast makes a hit
+# how retrieve makes a hit: its __dict__ set in one call, not the frozen __init__'s setattr per field (about
+# 2 us less per hit, k of them on the latency-critical path); Hit is a plain frozen dataclass otherwise
+_new, _set_attr = object.__new__, object.__setattr__
 _NO_LIMIT = 2**62  # an outcomes() limit above this is no limit
 _SYNC_TRIES = 4  # encodings in one sync while other writers keep changing the tools it syncs
 _RELOAD_TRIES = 3  # catalog reloads in one refresh while rebuilds keep landing mid-way (then: next refresh)
@@ -400,7 +402,7 @@ class Retriever:
         # a loop, not a comprehension: one would make cells of the locals it reads (Python 3.11)
         hits = []
         for rank, i, part in zip(range(1, len(top) + 1), top, parts):  # noqa: B905 (same length)
-            hit = _new(Hit)  # Hit._fast, without a call per hit: the fields, unchecked, as its __dict__
+            hit = _new(Hit)  # the fields, unchecked, as its __dict__ (see _new)
             _set_attr(
                 hit,
                 "__dict__",
