@@ -1,23 +1,26 @@
 """A check keeps to its timeout in all: httpx's timeouts leave out name resolution and bound each read, not
 the answer, so a resolver that did not answer held ``http_check`` (and the MCP ping) for as long as it
-took, and a server dripping its answer a byte at a time held it for ever. And the prober's jittered waits
-keep to the 1 s floor (``MIN_EVERY``)."""
+took, and a server dripping its answer a byte at a time held it for ever. ``aprobe`` keeps each async
+check to its ``timeout`` the same way. And the prober's jittered waits keep to the 1 s floor
+(``MIN_EVERY``)."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import logging
 import socket
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
 from rated import Tool, probing
 from rated.encode.testing import HashEncoder
 from rated.outcome import OutcomeKind
-from rated.probing import MIN_EVERY, Prober, http_check, mcp_check
+from rated.probing import MIN_EVERY, Prober, aprobe, http_check, mcp_check
 from rated.retriever import Retriever
 
 GENEROUS = 20.0  # seconds a bounded check gets to come back on a busy machine (it takes its timeout)
@@ -73,14 +76,14 @@ def dripping() -> Iterator[str]:
     server.close()
 
 
-def returned(check: Callable[[Tool], Any], tool: Tool) -> list[Any]:
-    """The check's answer (or the exception it raised) as a one-item list, or [] if it had not come back
-    after ``GENEROUS`` seconds."""
+def returned(call: Callable[..., Any], *args: Any) -> list[Any]:
+    """What ``call(*args)`` (a check of a tool) returned (or the exception it raised) as a one-item list,
+    or [] if it had not come back after ``GENEROUS`` seconds."""
     out: list[Any] = []
 
     def run() -> None:
         try:
-            out.append(check(tool))
+            out.append(call(*args))
         except Exception as exc:
             out.append(exc)
 
@@ -127,3 +130,63 @@ def test_jittered_waits_keep_to_the_interval_floor():
         assert min(waits) == MIN_EVERY and max(waits) > 1.4  # floored, not shrunk: the spread stays
         wide = Prober(r, lambda tool: None, every=10, jitter=0.5, seed=1)
         assert min(wide._wait() for _ in range(2000)) < 5.1  # far above the floor: as drawn
+
+
+@pytest.fixture
+def mute() -> Iterator[str]:
+    """A server that accepts connections and never answers (until the test is over)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/api"
+    server.close()
+    for conn in held:
+        conn.close()
+
+
+async def _read_the_answer(tool: Tool) -> str:
+    """An async check: connect to the tool's endpoint and wait for its first byte (the server is up)."""
+    parts = urlsplit(tool.endpoint)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        await reader.read(1)
+    finally:
+        writer.close()
+    return "success"
+
+
+def aprobed(endpoint: str, **kwargs: Any) -> tuple[list[Any], bool | None]:
+    """``aprobe``'s results for a suspected tool at ``endpoint`` with ``_read_the_answer`` (in a thread,
+    which must come back within ``GENEROUS`` seconds), and the tool's health afterwards."""
+    with Retriever.from_catalog(
+        [Tool(id="a", name="a", endpoint=endpoint)], encoder=HashEncoder(16), clock=lambda: 1000.0
+    ) as r:
+        r.feedback("a", "tool_error")
+        done = returned(asyncio.run, aprobe(r, _read_the_answer, 1, **kwargs))
+        assert done, "the probe round did not come back"
+        return done[0], r.health("a").healthy
+
+
+def test_aprobe_keeps_each_check_to_its_timeout(mute):
+    """Before: the round waited for the server's answer for as long as it took (here, for ever)."""
+    results, healthy = aprobed(mute, timeout=0.3)
+    assert [(r.tool_id, r.outcome.kind) for r in results] == [("a", OutcomeKind.TIMEOUT)]
+    assert healthy is False  # recorded: still suspected
+
+
+def test_aprobe_counts_a_resolver_that_does_not_answer_as_this_hosts_failure(silent_resolver, caplog):
+    """As ``http_check`` and ``mcp_check`` do: nothing is recorded against the tool, and a warning says
+    why. Before, the check ran without looking the name up, or was the tool's timeout once bounded."""
+    with caplog.at_level(logging.WARNING, logger="rated.probing"):
+        results, _ = aprobed("http://tools.test/x", timeout=0.3)
+    assert [(r.tool_id, r.outcome) for r in results] == [("a", None)]
+    warned = [r.getMessage() for r in caplog.records]
+    assert any("tools.test" in m and "name resolution did not answer within 0.3 s" in m for m in warned)

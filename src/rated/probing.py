@@ -183,18 +183,33 @@ def _round(
 
 
 async def aprobe(
-    retriever: Retriever, check: AsyncCheck, budget: int = 3, *, rng: random.Random | None = None
+    retriever: Retriever,
+    check: AsyncCheck,
+    budget: int = 3,
+    *,
+    rng: random.Random | None = None,
+    timeout: float = 5.0,
 ) -> list[ProbeResult]:
     """``probe`` with an async check, the checks run concurrently; recording runs in a worker thread.
 
+    Each check is over within ``timeout`` seconds in all (at most ``MAX_TIMEOUT``), name resolution
+    included, as ``http_check`` and ``mcp_check`` keep to theirs (``_abounded``): the host of the tool's
+    http(s) ``endpoint`` is resolved first, and a resolver that has not answered by the deadline records
+    nothing (this host's failure, a warning once per host); a check that has not is ``timeout``. Give a
+    check with a timeout of its own a ``timeout`` at least as long.
+
     A check that returns nonsense (or is not async: its answer would be lost) is a ``ConfigError``, raised
     once the other checks' answers are recorded."""
+    timeout = _timeout(timeout)
     targets = await asyncio.to_thread(_targets, retriever, budget, rng)
 
     async def one(tool: Tool) -> Outcome | None:
         try:
             pending = check(tool)
-            answer = await pending if inspect.isawaitable(pending) else _NOT_AWAITED
+            if inspect.isawaitable(pending):
+                answer = await _abounded(timeout, _bare_url(tool.endpoint), pending)
+            else:
+                answer = _NOT_AWAITED
         except Exception as exc:
             return outcome_from_exception(exc)
         if answer is _NOT_AWAITED:
@@ -397,6 +412,54 @@ def _bounded(
     if not ok:
         raise value
     return value
+
+
+async def _abounded(timeout: float, url: str | None, pending: Awaitable[Any]) -> Any:
+    """``_bounded`` on an event loop: what ``pending`` (a check under way) gives, within ``timeout`` seconds
+    in all. The host of ``url`` (None: nothing to resolve) is resolved first (``_aresolve``): a resolver
+    that has not answered by the deadline is this host's failure (``None``, a warning once per host, the
+    check dropped unawaited); a check that has not raises ``TimeoutError`` (classified ``timeout``)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    if url is not None:
+        try:
+            async with asyncio.timeout_at(deadline):
+                await _aresolve(url)
+        except TimeoutError:
+            _drop(pending)
+            _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
+            return None
+    async with asyncio.timeout_at(deadline):
+        return await pending
+
+
+async def _aresolve(url: str) -> None:
+    """``_resolve`` in a daemon thread of its own, awaited: a resolver that does not answer holds no worker
+    of the loop's executor, nor the loop's closing (``asyncio.run`` waits for those threads)."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+
+    def settle() -> None:
+        if not done.done():  # cancelled at the deadline
+            done.set_result(None)
+
+    def run() -> None:
+        try:
+            _resolve(url)
+        finally:
+            with contextlib.suppress(RuntimeError):  # the loop has closed since
+                loop.call_soon_threadsafe(settle)
+
+    threading.Thread(target=run, name="rated-probe-resolve", daemon=True).start()
+    await done
+
+
+def _drop(pending: Awaitable[Any]) -> None:
+    """Discard a check that will not be awaited: a coroutine closed (no "never awaited" warning), a task
+    or future cancelled."""
+    if inspect.iscoroutine(pending):
+        pending.close()
+    elif isinstance(pending, asyncio.Future):
+        pending.cancel()
 
 
 def _resolve(url: str) -> None:
