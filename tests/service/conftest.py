@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from rated.encode.testing import HashEncoder
+from rated.probing import Prober
 from rated.retriever import Retriever
 from rated.service import Settings, create_app
 from retired_catalog import TOOLS, record_clean_history
@@ -67,6 +68,47 @@ def report_over_mcp(retriever: Retriever) -> Callable[[list[dict[str, Any]]], li
         return answers
 
     return report
+
+
+class HeldRead:
+    """A prober's read of its targets (``Retriever.probe_targets``), held until a task on the event loop
+    lets it go once the prober is told to stop (``let_go_at_stop``): a shutdown that blocks the loop while
+    it waits for the prober never lets it go."""
+
+    WAIT = 20.0  # seconds a step the test waits for gets on a busy machine
+
+    def __init__(self) -> None:
+        self.reading, self.released = threading.Event(), threading.Event()
+
+    async def started(self) -> None:
+        """Once the prober is reading its targets."""
+        import anyio
+
+        with anyio.fail_after(self.WAIT):
+            while not self.reading.is_set():
+                await anyio.sleep(0.01)
+
+    async def let_go_at_stop(self, prober: Prober) -> None:
+        """Let the read go once ``prober`` is stopping: runs only while the loop is free."""
+        import anyio
+
+        while not prober._stop.is_set():
+            await anyio.sleep(0.01)
+        self.released.set()
+
+
+@pytest.fixture
+def held_read(monkeypatch: pytest.MonkeyPatch) -> HeldRead:
+    """Every prober's read of its targets held (``HeldRead``) for the test."""
+    held, real = HeldRead(), Retriever.probe_targets
+
+    def probe_targets(self: Retriever, budget: int = 3) -> list[str]:
+        held.reading.set()
+        held.released.wait(held.WAIT)
+        return real(self, budget)
+
+    monkeypatch.setattr(Retriever, "probe_targets", probe_targets)
+    return held
 
 
 @pytest.fixture

@@ -22,8 +22,6 @@ from rated.service.mcp_server import build_mcp_server  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("fast_probes")  # rounds every few ms
 
-GENEROUS = 20.0  # seconds a step the test waits for gets on a busy machine
-
 
 def probers() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "rated-prober" and t.is_alive()]
@@ -62,23 +60,14 @@ def test_without_the_setting_the_server_does_not_probe(endpoint):
         assert anyio.run(session) == []
 
 
-def test_the_servers_run_ends_without_blocking_the_event_loop_on_the_prober(monkeypatch, caplog):
+def test_the_servers_run_ends_without_blocking_the_event_loop_on_the_prober(held_read, monkeypatch, caplog):
     """The prober is reading its targets (held until a task on the loop lets it go) when the session ends:
     the loop must run that task meanwhile, and the prober's thread has ended once the run has. Before, the
     lifespan joined the thread on the loop (``stop_prober``), so nothing let it go: the join gave up after
     ``probe_timeout`` + 1 s and warned, leaving the thread behind."""
     import rated.service.mcp_server as mcp_server
 
-    reading, release = threading.Event(), threading.Event()
-    real_targets, real_start = Retriever.probe_targets, mcp_server.start_prober
-    started = []
-
-    def held(self, budget=3):
-        reading.set()
-        release.wait(GENEROUS)
-        return real_targets(self, budget)
-
-    monkeypatch.setattr(Retriever, "probe_targets", held)
+    real_start, started = mcp_server.start_prober, []
     monkeypatch.setattr(mcp_server, "start_prober", lambda *a: started.append(real_start(*a)) or started[0])
     tools = [Tool(id="t0", name="tool_0", description="send an email", endpoint="http://127.0.0.1:9/x")]
     with Retriever.from_catalog(tools, encoder=HashEncoder(32)) as r:
@@ -88,18 +77,10 @@ def test_the_servers_run_ends_without_blocking_the_event_loop_on_the_prober(monk
         async def main() -> bool:
             async with anyio.create_task_group() as tg:
                 async with Client(server):
-                    with anyio.fail_after(GENEROUS):
-                        while not reading.is_set():
-                            await anyio.sleep(0.01)
+                    await held_read.started()
                     prober = started[0]
-
-                    async def let_go() -> None:  # runs only while the loop is free
-                        while not prober._stop.is_set():
-                            await anyio.sleep(0.01)
-                        release.set()
-
-                    tg.start_soon(let_go)
-                return release.is_set() and not prober._thread.is_alive()
+                    tg.start_soon(held_read.let_go_at_stop, prober)
+                return held_read.released.is_set() and not prober._thread.is_alive()
 
         with caplog.at_level(logging.WARNING, logger="rated.service.probes"):
             assert anyio.run(main)  # let go by the loop, and the thread had ended when the run did

@@ -37,37 +37,20 @@ def suspect_db(tmp_path) -> str:
 
 
 def test_the_shutdown_keeps_the_event_loop_serving_while_the_prober_reads_the_store(
-    suspect_db, monkeypatch, caplog
+    suspect_db, held_read, caplog
 ):
     """The prober is reading its targets (held until a task on the loop lets it go) when the app stops:
     the loop must run that task meanwhile. Before, the lifespan joined the prober's thread on the loop,
     so nothing let it go: the join gave up after probe_timeout + 1 s and warned."""
-    reading, release = threading.Event(), threading.Event()
-    real = Retriever.probe_targets
-
-    def held(self, budget=3):
-        reading.set()
-        release.wait(GENEROUS)
-        return real(self, budget)
-
-    monkeypatch.setattr(Retriever, "probe_targets", held)
     app = create_app(Settings(db=suspect_db, probe_every=0.01, probe_timeout=0.5))
 
     async def main() -> bool:
         async with anyio.create_task_group() as tg:
             async with app.router.lifespan_context(app):
                 prober = app.state.prober
-                with anyio.fail_after(GENEROUS):
-                    while not reading.is_set():
-                        await anyio.sleep(0.01)
-
-                async def let_go() -> None:  # runs only while the loop is free
-                    while not prober._stop.is_set():
-                        await anyio.sleep(0.01)
-                    release.set()
-
-                tg.start_soon(let_go)
-            return release.is_set() and not prober._thread.is_alive()
+                await held_read.started()
+                tg.start_soon(held_read.let_go_at_stop, prober)
+            return held_read.released.is_set() and not prober._thread.is_alive()
 
     with caplog.at_level(logging.WARNING, logger="rated.service.probes"):
         assert anyio.run(main)  # let go by the loop, and the thread had ended when the shutdown did
