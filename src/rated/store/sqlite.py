@@ -25,6 +25,7 @@ gathers across calls, ``rated.retired``: made on first use, like ``cached``).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -132,11 +133,13 @@ class SQLiteStore:
             )
         except sqlite3.Error as exc:
             raise StoreError(f"{self.path}: cannot open database: {exc}") from None
+        self._file = _FileIdentity(None, None)  # nothing to check while the file is being set up
         try:
             self._setup(create)
         except BaseException:
             self._conn.close()
             raise
+        self._file = _FileIdentity.of(self.path)
 
     # ---- connection plumbing -----------------------------------------------------------------------
     def _setup(self, create: bool) -> None:
@@ -217,8 +220,10 @@ class SQLiteStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction (waits up to busy_timeout for the write lock)."""
+        """One ``BEGIN IMMEDIATE`` transaction (waits up to busy_timeout for the write lock), refused
+        when the file opened is no longer the one at the path (``_FileIdentity``)."""
         with self._lock, self._errors():
+            self._file.check(self.path)
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 yield self._conn
@@ -530,8 +535,10 @@ class SQLiteStore:
         return {k: bytes(v) for k, v in rows}, int(latest)
 
     def version(self) -> int:
-        """``PRAGMA data_version`` (moves on other connections' commits) plus this connection's commits."""
+        """``PRAGMA data_version`` (moves on other connections' commits) plus this connection's commits.
+        Polled before every ranking, so a file deleted or replaced under this store fails there too."""
         with self._lock, self._errors():
+            self._file.check(self.path)
             (data_version,) = self._conn.execute("PRAGMA data_version").fetchone()
         return (int(data_version) << 32) + self._local_commits
 
@@ -629,6 +636,48 @@ class SQLiteStore:
 
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self.path)!r}, durability={self.durability!r})"
+
+
+class _FileIdentity:
+    """The device and inode of the file a store opened, to tell when its path names another file.
+
+    SQLite goes on reading and writing the file it opened after its name is gone, so without this a
+    process whose database was deleted (and perhaps made anew by `rated index`) would answer from the old
+    catalog and acknowledge feedback that no other process ever reads. One ``stat`` per check (about a
+    microsecond); nothing is checked where the path names no file once opened (SQLite's special names)."""
+
+    def __init__(self, where: str | None, identity: tuple[int, int] | None) -> None:
+        self.where, self.identity = where, identity
+
+    @classmethod
+    def of(cls, path: Path) -> _FileIdentity:
+        where = os.path.abspath(path)  # as SQLite resolved it: a later chdir must not move the check
+        try:
+            st = os.stat(where)
+        except OSError:
+            return cls(None, None)
+        return cls(where, (st.st_dev, st.st_ino))
+
+    def check(self, shown: Path) -> None:
+        """Raise ``StoreError`` if the file at the path is gone or another one; any other failure to
+        ``stat`` it is left to SQLite to report."""
+        if self.where is None:
+            return
+        try:
+            st = os.stat(self.where)
+        except FileNotFoundError:
+            raise StoreError(
+                f"{shown}: the database file was deleted after this process opened it; restart the "
+                "process once a database is there again (anything written to the deleted file is lost)"
+            ) from None
+        except OSError:
+            return
+        if (st.st_dev, st.st_ino) != self.identity:
+            raise StoreError(
+                f"{shown}: the database file was replaced after this process opened it (deleted and "
+                "made anew, e.g. by `rated index` after `rm`); restart the process to open the new one "
+                "(anything written to the old file is lost)"
+            )
 
 
 def _embedding_matrix(vectors: Sequence[bytes], dim: int, rows_at_once: int = 4096) -> np.ndarray:
