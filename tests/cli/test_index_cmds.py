@@ -71,7 +71,7 @@ def test_feedback_demotes_and_tools_show_health(db, capsys):
     rows = {r["id"]: r for r in json.loads(out)}
     assert code == 0 and rows[top["id"]]["healthy"] is False and rows[top["id"]]["failures"] == 1
     code, out, _ = run(capsys, "tools", "--db", str(db), "--unhealthy")
-    assert code == 0 and top["id"] in out and "weather" not in out and "1 unhealthy tools in" in out
+    assert code == 0 and top["id"] in out and "weather" not in out and "1 unhealthy tool in" in out
     code, out, _ = run(
         capsys, "feedback", "weather", "--outcome", "rate_limited", "--retry-after", "30", "--db", str(db)
     )

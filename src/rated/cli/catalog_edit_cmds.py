@@ -17,7 +17,7 @@ import time
 from rich.markup import escape
 
 from rated.cli.index_cmds import add_db_argument
-from rated.cli.output import console, print_json
+from rated.cli.output import console, n_tools, print_json
 
 __all__ = ["register"]
 
@@ -85,8 +85,8 @@ def _add(args: argparse.Namespace) -> int:
         )
     else:
         console.print(
-            f"added [bold]{_n_tools(len(added))}[/] to [bold]{escape(describe_db(args.db))}[/] "
-            f"in {seconds:.1f} s (now {_n_tools(total)}): {_listed(added)}",
+            f"added [bold]{n_tools(len(added))}[/] to [bold]{escape(describe_db(args.db))}[/] "
+            f"in {seconds:.1f} s (now {n_tools(total)}): {_listed(added)}",
             soft_wrap=True,
         )
     return 0
@@ -103,8 +103,8 @@ def _remove(args: argparse.Namespace) -> int:
         print_json({"db": describe_db(args.db), "removed": removed, "count": len(removed), "tools": total})
     else:
         console.print(
-            f"removed [bold]{_n_tools(len(removed))}[/] from [bold]{escape(describe_db(args.db))}[/] "
-            f"(now {_n_tools(total)}): {_listed(removed)}",
+            f"removed [bold]{n_tools(len(removed))}[/] from [bold]{escape(describe_db(args.db))}[/] "
+            f"(now {n_tools(total)}): {_listed(removed)}",
             soft_wrap=True,
         )
     return 0
@@ -137,13 +137,13 @@ def _sync(args: argparse.Namespace) -> int:
     where = escape(describe_db(args.db))
     if not report.changed:
         console.print(
-            f"[bold]{where}[/] holds these {_n_tools(len(tools))} as given: nothing to do "
-            f"(now {_n_tools(total)})",
+            f"[bold]{where}[/] holds these {n_tools(len(tools))} as given: nothing to do "
+            f"(now {n_tools(total)})",
             soft_wrap=True,
         )
         return 0
     console.print(
-        f"synced [bold]{where}[/] in {seconds:.1f} s (now {_n_tools(total)}): "
+        f"synced [bold]{where}[/] in {seconds:.1f} s (now {n_tools(total)}): "
         + ", ".join(f"{len(ids)} {kind}" for kind, ids in kinds.items()),
         soft_wrap=True,
     )
@@ -156,7 +156,3 @@ def _sync(args: argparse.Namespace) -> int:
 def _listed(ids: list[str]) -> str:
     shown = ", ".join(escape(i) for i in ids[:_LISTED])
     return shown + (f" and {len(ids) - _LISTED} more (--json lists all)" if len(ids) > _LISTED else "")
-
-
-def _n_tools(n: int) -> str:
-    return f"{n} tool" if n == 1 else f"{n} tools"

@@ -17,7 +17,7 @@ from rich.table import Table
 
 from rated.catalog.export import FORMATS, tool_definitions
 from rated.catalog.schema import AuthType
-from rated.cli.output import console, err_console, print_json
+from rated.cli.output import console, err_console, n_tools, print_json
 from rated.errors import ConfigError, RatedError, StoreError, UnknownToolError
 from rated.outcome import OutcomeKind
 from rated.shown import shown
@@ -202,9 +202,10 @@ def _index(args: argparse.Namespace) -> int:
         print_json(summary)
     else:
         console.print(
-            f"indexed [bold]{summary['tools']}[/] tools into [bold]{escape(summary['db'])}[/] "
+            f"indexed [bold]{n_tools(summary['tools'])}[/] into [bold]{escape(summary['db'])}[/] "
             f"in {seconds:.1f} s "
-            f"(encoder {escape(summary['encoder'])}, policy {escape(summary['policy'])})"
+            f"(encoder {escape(summary['encoder'])}, policy {escape(summary['policy'])})",
+            soft_wrap=True,
         )
     return 0
 
@@ -333,7 +334,7 @@ def _tools(args: argparse.Namespace) -> int:
     if args.json:
         print_json([t.to_dict() for t in rows])
         return 0
-    what = f"{len(rows)} unhealthy tools" if args.unhealthy else f"{len(rows)} tools"
+    what = n_tools(len(rows), "unhealthy tool" if args.unhealthy else "tool")
     table = Table(title=f"{what} in {escape(describe_db(args.db))}", title_justify="left")
     cols = ("tool", "source", "prior", "healthy", "ok", "failed", "caller err", "last outcome", "retired")
     for col in cols:

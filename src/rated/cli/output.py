@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-__all__ = ["console", "err_console", "fail", "print_json"]
+__all__ = ["console", "err_console", "fail", "n_tools", "print_json"]
 
 console = Console()
 err_console = Console(stderr=True)
@@ -18,6 +18,11 @@ err_console = Console(stderr=True)
 def fail(message: str) -> None:
     """One clear error line on stderr (no traceback)."""
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True, soft_wrap=True)
+
+
+def n_tools(n: int, what: str = "tool") -> str:
+    """``1 tool``, ``2 tools`` (``what``: ``unhealthy tool``): counts in the summaries people read."""
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
 
 
 def print_json(payload: Any) -> None:
