@@ -2,20 +2,25 @@
 warmed with 5,000 outcomes (providers of 3 tools, 5% rate limits), median thread CPU of 25 repeats, every
 policy in the same process (section 6 of docs/dynamic-benchmark.md). ``--before REV`` adds RATED as it was
 at git revision REV (its policy module with the base and row modules of that revision), checked to give
-the same rankings.
+the same rankings. ``--breakdown`` adds where RATED's time goes: its ``_score`` alone, then without the
+contextual part, without provider state, without any state (copies of the same warmed policy, so that
+their memory is laid out alike), and ``_ranked`` (the retriever's path: ``_score`` plus checks and sort).
 
     python docs/dynamic-benchmark/rerank_microbench.py
     python docs/dynamic-benchmark/rerank_microbench.py --before 1834d21   # + RATED as it was
+    python docs/dynamic-benchmark/rerank_microbench.py --breakdown
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -41,9 +46,25 @@ def policy_at(rev: str) -> type:
     return importlib.import_module(pkg.name + ".rated").RatedPolicy
 
 
+def breakdown(rated: RatedPolicy) -> dict[str, Callable[[Candidates], object]]:
+    """Parts of ``rated``'s ranking, each on a copy of it (the same state, laid out alike in memory)."""
+    full, no_ctx, no_provider, no_state = (copy.deepcopy(rated) for _ in range(4))
+    no_ctx.contextual = False
+    no_provider._provider_rows = {}
+    no_state._rows.index, no_state._provider_rows = {}, {}
+    return {
+        "  rated _ranked (retriever's path)": full._ranked,
+        "  rated _score": full._score,
+        "  rated _score, no contextual part": no_ctx._score,
+        "  rated _score, no provider state": no_provider._score,
+        "  rated _score, no state at all": no_state._score,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", metavar="REV", help="git revision whose RATED to time beside the current one")
+    ap.add_argument("--breakdown", action="store_true", help="also time parts of RATED's scoring")
     a = ap.parse_args()
     rng = np.random.default_rng(0)
     d, n = 384, 2000
@@ -87,12 +108,15 @@ def main() -> None:
                 raise SystemExit(
                     f"RATED at {a.before} ranks otherwise than now: {then.scores} vs {now.scores}"
                 )
-    times: dict[str, list[float]] = {k: [] for k in pols}
+    fns = {k: p.rank for k, p in pols.items()}
+    if a.breakdown:
+        fns.update(breakdown(pols["rated (paper fusion)"]))
+    times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(25):
-        for k, p in pols.items():
+        for k, fn in fns.items():
             t0 = time.thread_time_ns()
             for c in cands:
-                p.rank(c)
+                fn(c)
             times[k].append((time.thread_time_ns() - t0) / len(cands) / 1e3)
     base = float(np.median(times["static fusion (rated_no_feedback)"]))
     for k, v in times.items():

@@ -7,13 +7,23 @@ policy, warmed with feedback on many tools so that its state lookups are real). 
 in-memory ``learn`` of RATED. The added cost of each re-ranker is timed on its own (not as a difference of
 two noisy totals) and reported beside the totals, with the thread CPU time of the same calls (which a
 busy machine inflates much less than wall time).
+
+Each re-ranker's cost is timed on two paths, one per query in turn (so that each follows an encode, as
+cold as the other; half of the ``queries`` each): the public API (``Candidates(...)``, whose
+constructor checks its arrays, then ``policy.rank``, which returns NumPy arrays): ``added_*`` and
+``cpu_*``, and the totals; and the path that ``Retriever.retrieve`` runs (``Candidates._trusted`` on the
+arrays it made itself, then ``policy._ranked``, plain Python values): ``live_added_*`` and ``live_cpu_*``
+(without the hits the retriever then builds, which ``benchmarks/latency.py`` times); the warm-up queries
+check that both paths rank alike. ``extra`` re-rankers (e.g. RATED as it was at an older revision) are
+timed beside them in the same run, with RATED's history and feedback: a ratio between two of them is not
+the difference of two runs on a noisy machine.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -52,6 +62,14 @@ def _warm(
         policy.learn(Feedback(ids[j], Outcome.of(kind), float(i), ctx[i % len(ctx)], providers[j]))
 
 
+def _live_order(policy: BasePolicy, candidates: Candidates) -> list[int]:
+    """The order as ``Retriever._rank`` gets it: ``_ranked``'s plain values from a policy whose ``rank`` is
+    ``BasePolicy``'s, ``rank`` otherwise."""
+    if isinstance(policy, BasePolicy) and type(policy).rank is BasePolicy.rank:
+        return policy._ranked(candidates)[0]
+    return np.asarray(policy.rank(candidates).order).tolist()
+
+
 def run_latency(
     dataset: Dataset,
     encoder: Encoder,
@@ -62,13 +80,19 @@ def run_latency(
     feedback: int = 5000,
     seed: int = 0,
     on_progress: Callable[[int, int], None] | None = None,
+    extra: Mapping[str, BasePolicy] | None = None,
 ) -> dict[str, Any]:
-    """Time ``queries`` batch-1 retrievals (after ``warmup`` untimed ones) over the dataset's pool."""
+    """Time ``queries`` batch-1 retrievals (after ``warmup`` untimed ones) over the dataset's pool; each of
+    ``extra`` (fresh policies, by a name not among ``RERANKERS``) is warmed and fed back as ``rated`` is."""
     from rated.catalog.prior import compute_prior
     from rated.index.semantic import SemanticIndex
 
     if queries < 1 or warmup < 0:
         raise ConfigError(f"need queries >= 1 and warmup >= 0, got queries {queries}, warmup {warmup}")
+    extra = dict(extra or {})
+    clash = sorted(set(extra) & {"encode", "encode_only", "feedback_update", *RERANKERS})
+    if clash:
+        raise ConfigError(f"extra re-rankers need names of their own, got {', '.join(clash)}")
     texts = [q.text for q in dataset.queries]
     if not texts:
         raise DataError(f"dataset {dataset.name!r} has no queries to time")
@@ -86,11 +110,21 @@ def run_latency(
             ("rated", "rated"),
         )
     }
-    for p in policies.values():
+    for name, p in policies.items():
+        if name == "rated":  # the extras get RATED's history: the same random draws
+            history = rng.bit_generator.state
         _warm(p, ids, providers, encoder.dim, feedback, rng)
-    timings: dict[str, list[int]] = {n: [] for n in ("encode", "encode_only", "feedback_update", *RERANKERS)}
-    added: dict[str, list[int]] = {n: [] for n in RERANKERS}
-    cpu: dict[str, list[int]] = {n: [] for n in ("feedback_update", *RERANKERS)}
+    for p in extra.values():
+        same = np.random.default_rng()
+        same.bit_generator.state = history
+        _warm(p, ids, providers, encoder.dim, feedback, same)
+    policies.update(extra)
+    rerankers = (*RERANKERS, *extra)
+    timings: dict[str, list[int]] = {n: [] for n in ("encode", "encode_only", "feedback_update", *rerankers)}
+    added: dict[str, list[int]] = {n: [] for n in rerankers}
+    cpu: dict[str, list[int]] = {n: [] for n in ("feedback_update", *rerankers)}
+    live_added: dict[str, list[int]] = {n: [] for n in rerankers}
+    live_cpu: dict[str, list[int]] = {n: [] for n in rerankers}
     clock, cpu_clock = time.perf_counter_ns, time.thread_time_ns
     now = float(feedback)
     for i in range(warmup + queries):
@@ -100,24 +134,46 @@ def run_latency(
         t1 = clock()
         pos, sem = index.search(q, vec, k)
         t2 = clock()
-        orders: dict[str, np.ndarray] = {}
+        orders: dict[str, Any] = {}  # a list (the retriever's path) or an array (the API's)
         names = list(policies)
         names = names[i % len(names) :] + names[: i % len(names)]  # rotate: no policy always runs first
+        ctx = np.asarray(vec, dtype=np.float32).ravel()  # the retriever checks its query embedding first
+        live = (i - warmup) % 2 == 1  # one path per query, as cold as the other: the API's first
         for name in names:
             policy = policies[name]
             c3, t3 = cpu_clock(), clock()
-            where = pos.tolist()  # built as Retriever._rank builds them
-            cands = Candidates(
-                tuple(map(ids.__getitem__, where)),
-                sem,
-                prior[pos],
-                tuple(map(providers.__getitem__, where)),
-                vec,
-                now,
-            )
-            orders[name] = policy.rank(cands).order
+            where = pos.tolist()
+            if live:  # as Retriever._rank builds and ranks them
+                cands = Candidates._trusted(
+                    tuple(map(ids.__getitem__, where)),
+                    sem,
+                    prior[pos],
+                    tuple(map(providers.__getitem__, where)),
+                    ctx,
+                    now,
+                )
+                orders[name] = _live_order(policy, cands)
+            else:
+                cands = Candidates(
+                    tuple(map(ids.__getitem__, where)),
+                    sem,
+                    prior[pos],
+                    tuple(map(providers.__getitem__, where)),
+                    vec,
+                    now,
+                )
+                orders[name] = policy.rank(cands).order
             t4, c4 = clock(), cpu_clock()
-            if i >= warmup:
+            if i < warmup:  # both paths rank alike (checked while warming up, untimed)
+                other = policy.rank(cands).order.tolist() if live else _live_order(policy, cands)
+                if other != list(orders[name]):
+                    raise RuntimeError(
+                        f"{name} ranks otherwise on the retriever's path: {other}, {orders[name]}"
+                    )
+            elif live:
+                live_added[name].append(t4 - t3)
+                live_cpu[name].append(c4 - c3)
+            else:
                 added[name].append(t4 - t3)
                 cpu[name].append(c4 - c3)
                 timings[name].append(t2 - t0 + t4 - t3)
@@ -126,6 +182,8 @@ def run_latency(
         c5, t5 = cpu_clock(), clock()
         policies["rated"].learn(fb)
         t6, c6 = clock(), cpu_clock()
+        for p in extra.values():
+            p.learn(fb)
         now += 1.0
         if i >= warmup:
             timings["encode"].append(t1 - t0)
@@ -138,11 +196,21 @@ def run_latency(
     for name, v in cpu.items():
         c = _stats(v)
         methods[name].update({"cpu_median_ms": c["median_ms"], "cpu_p95_ms": c["p95_ms"]})
-    for name in RERANKERS:
+    for name in rerankers:
         a = _stats(added[name])
         methods[name].update(
             {"added_mean_ms": a["mean_ms"], "added_median_ms": a["median_ms"], "added_p95_ms": a["p95_ms"]}
         )
+        if live_added[name]:  # none with a single timed query
+            la, lc = _stats(live_added[name]), _stats(live_cpu[name])
+            methods[name].update(
+                {
+                    "live_added_median_ms": la["median_ms"],
+                    "live_added_p95_ms": la["p95_ms"],
+                    "live_cpu_median_ms": lc["median_ms"],
+                    "live_cpu_p95_ms": lc["p95_ms"],
+                }
+            )
     return {
         "dataset": dataset.name,
         "tools": len(tools),
