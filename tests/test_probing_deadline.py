@@ -10,6 +10,7 @@ import asyncio
 import importlib.util
 import logging
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -22,6 +23,7 @@ from rated.encode.testing import HashEncoder
 from rated.outcome import OutcomeKind
 from rated.probing import MIN_EVERY, Prober, aprobe, http_check, mcp_check
 from rated.retriever import Retriever
+from self_signed import self_signed
 
 GENEROUS = 20.0  # seconds a bounded check gets to come back on a busy machine (it takes its timeout)
 
@@ -47,19 +49,52 @@ def silent_resolver(monkeypatch) -> Iterator[None]:
     release.set()
 
 
-@pytest.fixture
-def dripping() -> Iterator[str]:
-    """A server that answers a byte every 20 ms and never finishes its headers (until the test is over)."""
+class Drip:
+    """A server dripping its answer: ``url``, and ``hung_up()``: whether every connection it accepted has
+    been closed by the client (each drip then fails and ends)."""
+
+    def __init__(self, origin: str, drips: list[threading.Thread]) -> None:
+        self.origin, self.drips = origin, drips
+        self.url = f"{origin}/api"
+
+    def hung_up(self) -> bool:
+        assert self.drips, "the check never connected: nothing to see (give it a longer timeout)"
+        for drip in list(self.drips):
+            drip.join(10.0)  # a bound for a hung test, not a speed assertion
+        return not any(drip.is_alive() for drip in self.drips)
+
+
+@pytest.fixture(params=["headers"])
+def dripping(request, tmp_path, monkeypatch) -> Iterator[Drip]:
+    """A server that answers a byte every 20 ms (until the test is over): one header that never ends, or
+    (param ``body``) complete headers and a body that never ends, or (``tls``) the header over TLS (its
+    certificate trusted by the checks made in the test: ``SSL_CERT_FILE``)."""
     server = socket.create_server(("127.0.0.1", 0))
     over = threading.Event()
+    drips: list[threading.Thread] = []
+    if request.param == "body":
+        start = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: 1000000\r\n\r\n"
+    else:
+        start = b"HTTP/1.1 200 OK\r\nX-Slow: "  # one more byte of a header value that never ends
+    tls = None
+    if request.param == "tls":
+        cert, key = self_signed(tmp_path)
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(cert, key)
 
     def drip(conn: socket.socket) -> None:
-        with conn:
+        try:
+            if tls is not None:
+                conn = tls.wrap_socket(conn, server_side=True)
+            conn.recv(65536)  # the request (its first part: all a probe sends)
+            conn.sendall(start)
             while not over.wait(0.02):
-                try:
-                    conn.sendall(b"a")  # one more byte of a header value that never ends
-                except OSError:
-                    return
+                conn.sendall(b":")  # a byte more (an SSE comment, for an SSE client)
+        except OSError:  # the client hung up
+            return
+        finally:
+            conn.close()
 
     def serve() -> None:
         while True:
@@ -67,13 +102,21 @@ def dripping() -> Iterator[str]:
                 conn, _ = server.accept()
             except OSError:
                 return
-            conn.sendall(b"HTTP/1.1 200 OK\r\nX-Slow: ")
-            threading.Thread(target=drip, args=(conn,), daemon=True).start()
+            drips.append(threading.Thread(target=drip, args=(conn,), daemon=True))
+            drips[-1].start()
 
     threading.Thread(target=serve, daemon=True).start()
-    yield f"http://127.0.0.1:{server.getsockname()[1]}/api"
+    yield Drip(f"{'https' if tls else 'http'}://127.0.0.1:{server.getsockname()[1]}", drips)
     over.set()
     server.close()
+
+
+def new_threads(before: set[threading.Thread], name: str) -> list[threading.Thread]:
+    """The threads called ``name`` started since ``before`` and still running after a join each."""
+    started = [t for t in threading.enumerate() if t.name == name and t not in before]
+    for thread in started:
+        thread.join(10.0)  # a bound for a hung test, not a speed assertion
+    return [t for t in started if t.is_alive()]
 
 
 def returned(call: Callable[..., Any], *args: Any) -> list[Any]:
@@ -106,8 +149,23 @@ def test_a_resolver_that_does_not_answer_in_time_records_nothing_and_says_so(sil
 def test_a_server_that_drips_its_answer_is_a_timeout(dripping):
     """Each byte came within the read timeout, so httpx never timed out: the check ran until the server
     stopped (at the end of the test), then counted its dropped connection as a tool_error."""
-    (answer,) = returned(http_check(timeout=0.3), Tool(id="a", name="a", endpoint=dripping)) or [None]
+    (answer,) = returned(http_check(timeout=0.3), Tool(id="a", name="a", endpoint=dripping.url)) or [None]
     assert answer is not None and answer.kind is OutcomeKind.TIMEOUT
+
+
+@pytest.mark.parametrize(
+    ("dripping", "method"), [("headers", "HEAD"), ("body", "GET"), ("tls", "HEAD")], indirect=["dripping"]
+)
+def test_a_check_of_a_dripping_server_leaves_no_thread_or_connection_behind(dripping, method):
+    """Before: the check came back at its deadline, but its thread went on reading (each byte reset the
+    read timeout) with the connection open: minutes for headers (h11's 16 KiB limit), for ever for a
+    body. One thread and one socket more at each probe round of such a tool."""
+    before = set(threading.enumerate())
+    check = http_check(timeout=1.0, method=method)
+    (answer,) = returned(check, Tool(id="a", name="a", endpoint=dripping.url)) or [None]
+    assert answer is not None and answer.kind is OutcomeKind.TIMEOUT
+    assert new_threads(before, "rated-probe-check") == []
+    assert dripping.hung_up()
 
 
 def test_an_mcp_ping_keeps_to_its_timeout_when_the_resolver_does_not_answer(silent_resolver):
@@ -120,6 +178,24 @@ def test_an_mcp_ping_keeps_to_its_timeout_when_the_resolver_does_not_answer(sile
 
     _sdk()  # imported before the deadline in any case: not what this test waits on
     assert returned(mcp_check(timeout=0.3), tool) == [None]
+
+
+@pytest.mark.parametrize(("dripping", "path"), [("headers", "/mcp"), ("body", "/sse")], indirect=["dripping"])
+def test_an_mcp_ping_of_a_dripping_server_leaves_no_thread_or_connection_behind(dripping, path):
+    """The ping's own deadline (``anyio.fail_after``) ends its thread and closes its connection: streamable
+    HTTP waiting for the headers of its ``initialize`` answer, SSE for the stream's ``endpoint`` event."""
+    if importlib.util.find_spec("mcp") is None:
+        pytest.skip("needs the mcp SDK")
+    from rated.mcp_ping import load_sdk
+
+    load_sdk()  # imported before the deadline in any case: not what this test waits on
+    before = set(threading.enumerate())
+    tool = Tool(id="a", name="a", source="mcp", endpoint=dripping.origin + path)
+    # long enough for the SDK's client to connect on a busy machine: a ping cut before it leaves nothing
+    (answer,) = returned(mcp_check(timeout=2.0), tool) or [None]
+    assert answer is not None and answer.kind is OutcomeKind.TIMEOUT
+    assert new_threads(before, "rated-probe-check") == []
+    assert dripping.hung_up()
 
 
 def test_jittered_waits_keep_to_the_interval_floor():
@@ -190,3 +266,32 @@ def test_aprobe_counts_a_resolver_that_does_not_answer_as_this_hosts_failure(sil
     assert [(r.tool_id, r.outcome) for r in results] == [("a", None)]
     warned = [r.getMessage() for r in caplog.records]
     assert any("tools.test" in m and "name resolution did not answer within 0.3 s" in m for m in warned)
+
+
+@pytest.mark.parametrize(
+    ("dripping", "method"), [("headers", "HEAD"), ("body", "GET")], indirect=["dripping"]
+)
+def test_aprobe_leaves_no_task_or_connection_of_a_dripping_server_behind(dripping, method):
+    """The check cancelled at the deadline: its request's task is gone and its connection closed, with an
+    httpx client's check (each byte resets its read timeout) as with a bare one."""
+    import httpx
+
+    async def ask(tool: Tool) -> str:
+        async with httpx.AsyncClient(timeout=30.0) as client:
+            await client.request(method, tool.endpoint)
+        return "success"
+
+    async def round_and_tasks() -> tuple[list[Any], set[asyncio.Task[Any]]]:
+        with Retriever.from_catalog(
+            [Tool(id="a", name="a", endpoint=dripping.url)], encoder=HashEncoder(16), clock=lambda: 1000.0
+        ) as r:
+            r.feedback("a", "tool_error")
+            results = await aprobe(r, ask, 1, timeout=2.0)  # time for the client to connect
+        return results, asyncio.all_tasks() - {asyncio.current_task()}
+
+    (done,) = returned(asyncio.run, round_and_tasks()) or [None]
+    assert done is not None, "the probe round did not come back"
+    results, tasks = done
+    assert [(r.tool_id, r.outcome.kind) for r in results] == [("a", OutcomeKind.TIMEOUT)]
+    assert tasks == set()
+    assert dripping.hung_up()

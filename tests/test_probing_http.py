@@ -5,10 +5,8 @@ resolver failing for a while, its proxy failing): none of these may record a wor
 
 from __future__ import annotations
 
-import datetime
 import http.server
 import importlib.util
-import ipaddress
 import logging
 import socket
 import ssl
@@ -21,6 +19,7 @@ import pytest
 from rated import Tool, probing
 from rated.outcome import OutcomeKind
 from rated.probing import http_check
+from self_signed import self_signed
 
 HOST = "127.0.0.1"
 Routes = dict[str, tuple[int, dict[str, str]]]
@@ -131,43 +130,12 @@ def test_a_url_function_is_used_as_given(endpoint):
     assert [path for _, path, _ in seen] == ["/health?probe=1"]
 
 
-def _self_signed(folder: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 that no bundle trusts (a private CA's, say), and its key."""
-    x509 = pytest.importorskip("cryptography.x509")
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, "rated test CA")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(HOST))]), False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert_file, key_file
-
-
 def test_a_certificate_this_host_does_not_trust_records_nothing_and_says_how_to_trust_it(
     endpoint, tmp_path, caplog, monkeypatch
 ):
     """Agents calling a tool behind a private CA trust it; the probing host's bundle (certifi) may not: each
     probe was a tool_error, keeping a working tool down."""
-    cert, key = _self_signed(tmp_path)
+    cert, key = self_signed(tmp_path)
     port, _ = endpoint(tls=(cert, key))
     url = f"https://127.0.0.1:{port}/mcp"
     checks = [http_check(timeout=5)]

@@ -21,7 +21,9 @@ What the answer means, first rule that applies:
 
 ``ping`` keeps to ``timeout`` in all, name resolution included (``rated.probing._bounded``: a resolver
 that does not answer in time is this host's failure, ``None``); a cancelled name lookup held the SDK's
-event loop from closing until the resolver gave up.
+event loop from closing until the resolver gave up. Its thread ends at the deadline too, its connections
+closed: ``aping``'s ``fail_after`` cancels the session however slowly a server drips its answer (each
+byte resets the HTTP client's read timeout, which alone would hold it for minutes, or for ever).
 
 The SDK's client is imported before the deadline starts: half a second or more on a busy host, which
 counted against it made the first probe of each process (each ``rated serve`` worker) a ``timeout``. It

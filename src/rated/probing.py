@@ -195,8 +195,9 @@ async def aprobe(
     Each check is over within ``timeout`` seconds in all (at most ``MAX_TIMEOUT``), name resolution
     included, as ``http_check`` and ``mcp_check`` keep to theirs (``_abounded``): the host of the tool's
     http(s) ``endpoint`` is resolved first, and a resolver that has not answered by the deadline records
-    nothing (this host's failure, a warning once per host); a check that has not is ``timeout``. Give a
-    check with a timeout of its own a ``timeout`` at least as long.
+    nothing (this host's failure, a warning once per host); a check that has not is ``timeout``, and is
+    cancelled (an httpx client's connection closes with it, however slowly the server drips its answer).
+    Give a check with a timeout of its own a ``timeout`` at least as long.
 
     A check that returns nonsense (or is not async: its answer would be lost) is a ``ConfigError``, raised
     once the other checks' answers are recorded."""
@@ -321,7 +322,8 @@ def http_check(
     Tools without an ``http://`` or ``https://`` endpoint (none, ``stdio``, a bare name) are not checked.
     ``timeout`` bounds the whole check: name resolution (which httpx's timeouts leave out: a resolver
     that does not answer in time is this host's failure, recorded as nothing), connecting, each redirect
-    and the answer however slowly it comes (``_bounded``).
+    and the answer however slowly it comes (``_bounded``); the check's connection is shut down at the
+    deadline (``_HangUp``), so neither its thread nor its socket outlives it.
 
     The endpoint is requested without user-info, query string or fragment (as ``mcp_check`` does): a probe
     sends no credentials, and none reaches httpx's request log line; ``url(tool)`` is used as given. A
@@ -341,9 +343,9 @@ def http_check(
     # socket would outlive the check (nothing closes a check)
     client = httpx.Client(timeout=timeout, limits=httpx.Limits(max_keepalive_connections=0))
 
-    def ask(target: str, left: Callable[[], float]) -> Outcome | None:
+    def ask(target: str, left: Callable[[], float], hang_up: _HangUp) -> Outcome | None:
         try:
-            response = client.request(method, target, timeout=left())
+            response = client.request(method, target, timeout=left(), extensions={"trace": hang_up.trace})
             for _ in range(_MAX_HOPS):
                 hop = response.next_request  # set on a redirect (not followed by the client)
                 if (
@@ -368,13 +370,59 @@ def http_check(
         target = _http_url(where(tool))
         if target is None:
             return None
-        return _bounded(timeout, target, lambda left: ask(target, left))
+        hang_up = _HangUp()
+        return _bounded(timeout, target, lambda left: ask(target, left, hang_up), hang_up)
 
     return check
 
 
+class _HangUp:
+    """Ends a check's HTTP requests from another thread: httpx's timeouts bound each read, not the answer,
+    so a check's thread went on reading a server that drips its answer (each byte resetting the read
+    timeout) past the check's deadline, socket open: minutes for headers (h11's 16 KiB limit), for ever
+    for a body; one thread and socket more at each probe round of such a tool.
+
+    ``trace`` (httpx's ``trace`` request extension, called in the check's thread at each step of a
+    request, a redirect's included) keeps each socket the request connects; calling the ``_HangUp`` (at
+    the deadline, from the caller's thread) shuts them down, which ends a read blocked on one at once
+    (the request fails, and httpx closes the socket), and so ``trace`` does to a socket connected after."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._done = False
+
+    def trace(self, event: str, info: dict[str, Any]) -> None:
+        stream = info.get("return_value")  # a connection's stream once connected (TCP, then TLS)
+        sock = stream.get_extra_info("socket") if hasattr(stream, "get_extra_info") else None
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            self._sockets.append(sock)
+            if self._done:
+                _shut(sock)
+
+    def __call__(self) -> None:
+        with self._lock:
+            self._done = True
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    """Shut ``sock``'s connection down both ways, leaving the socket to its owner to close. The plain
+    socket's method, also for a TLS one: ``SSLSocket.shutdown`` unsets the TLS state a read in another
+    thread may be using. One closed already (its file number is then -1: never another socket's) is
+    left."""
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
 def _bounded(
-    timeout: float, url: str, ask: Callable[[Callable[[], float]], Outcome | None]
+    timeout: float,
+    url: str,
+    ask: Callable[[Callable[[], float]], Outcome | None],
+    hang_up: Callable[[], None] | None = None,
 ) -> Outcome | None:
     """``ask(left)`` (``left()``: the seconds left, for its own timeouts) over within ``timeout`` seconds in
     all, name resolution included: in a daemon thread, so that nothing it blocks on holds the check longer
@@ -382,8 +430,10 @@ def _bounded(
     read resetting the read timeout; redirects, each with timeouts of its own). The host of ``url`` is
     resolved first, unless a proxy is set for it (the proxy resolves it): a resolver that has not answered
     by the deadline is this host's failure (``None``, recorded as nothing, a warning once per host, like
-    ``_not_the_tools``), a server that has not is ``timeout``. The thread left behind ends with its own
-    timeouts and its answer is dropped."""
+    ``_not_the_tools``), a server that has not is ``timeout``. ``hang_up`` is called then (in the
+    caller's thread) to end what the thread waits on (``_HangUp``: the check's connections); the thread
+    left behind ends with it, or else with its own timeouts (the MCP ping's deadline), and its answer is
+    dropped."""
     deadline = time.monotonic() + timeout
     resolved = threading.Event()
     done = threading.Event()
@@ -404,6 +454,8 @@ def _bounded(
 
     threading.Thread(target=run, name="rated-probe-check", daemon=True).start()
     if not done.wait(max(deadline - time.monotonic(), 0.0)):
+        if hang_up is not None:
+            hang_up()
         if not resolved.is_set():
             _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
             return None
