@@ -643,8 +643,9 @@ class _FileIdentity:
 
     SQLite goes on reading and writing the file it opened after its name is gone, so without this a
     process whose database was deleted (and perhaps made anew by `rated index`) would answer from the old
-    catalog and acknowledge feedback that no other process ever reads. One ``stat`` per check (about a
-    microsecond); nothing is checked where the path names no file once opened (SQLite's special names)."""
+    catalog and acknowledge feedback that no other process ever reads. One ``stat`` per check (2-4 us here;
+    ``version()``, polled before every ranking, measured 8 us slower with it, about 1.6% of a cached
+    retrieve); nothing is checked where the path names no file once opened (SQLite's special names)."""
 
     def __init__(self, where: str | None, identity: tuple[int, int] | None) -> None:
         self.where, self.identity = where, identity
