@@ -67,7 +67,7 @@ from rated.store.meta import EncoderIdentity, IndexMeta
 from rated.store.open import open_store
 from rated.store.rows import IdSpellings
 from rated.stored_tool import StoredTool, record_digest
-from rated.tool_filter import PoolFilter, ToolFilter
+from rated.tool_filter import FacetTable, PoolFilter, ToolFilter
 from rated.tracking import AsyncTrackedCall, TrackedCall
 
 __all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "SyncReport", "ToolHealth"]
@@ -342,8 +342,8 @@ class Retriever:
         """The current pool's ``PoolFilter``, made on first use (call with the lock held)."""
         if self._pool_filter is None:
             # facets come from the last pool's table and the store's snapshot where their records match
-            self._pool_filter = PoolFilter(self._tools, self._position, self._store, self._last_pool_filter)
-            self._last_pool_filter = None  # its table is held by the new one: the old pool can go
+            self._pool_filter = PoolFilter(self._tools, self._position, self._store, self._last_facets)
+            self._last_facets = None  # held by the new one now
         return self._pool_filter
 
     def _allowed(self, where: ToolFilter | None) -> np.ndarray | None:
@@ -1044,12 +1044,14 @@ class Retriever:
         """The pool in index order: entries (``StoredTool``: what is returned is their ``.tool``), ids,
         positions and priors; no record is parsed."""
         self._tools = list(tools)
-        # the last pool's filter (or the one before, if no filtered query came in between): its facet table
-        # covers the tools this change kept, so the next table parses only the new ones
+        # the last pool's facet table (or the one before, if no filtered query came in between): it covers
+        # the tools this change kept, so the next table parses only the new ones. The table alone, not the
+        # last pool's PoolFilter: that holds the old pool's entries (tools removed, a whole catalog
+        # replaced) until the next filtered query, which may never come
         previous = getattr(self, "_pool_filter", None)
-        if previous is None:
-            previous = getattr(self, "_last_pool_filter", None)
-        self._last_pool_filter: PoolFilter | None = previous
+        self._last_facets: FacetTable | None = (
+            previous.latest_facets if previous is not None else getattr(self, "_last_facets", None)
+        )
         self._pool_filter: PoolFilter | None = None  # built by the first filtered query of this pool
         self._ids = [t.id for t in self._tools]
         self._by_id = dict(zip(self._ids, self._tools, strict=True))

@@ -155,7 +155,7 @@ class PoolFilter:
     entries; platforms, tags, providers and auth kinds (the facets) come from each tool's record, all four
     in one ``FacetTable`` the first time a filter asks for one. ``build_facets`` makes it from what is
     known already, parsing only the records it does not cover: the ``previous`` pool's table (this
-    process's pool before tools were added or removed) and the snapshot saved in ``store``
+    process's pool before tools were added or removed; its ``PoolFilter`` or that one's ``latest_facets``) and the snapshot saved in ``store``
     (``rated.index.snapshot``; another process's table), both matched tool by tool on the id and the
     record digest. Parsing every record instead costs 0.5-0.8 s at 20,000 tools just opened from a store; a
     table that parsed a tenth of its pool or more is saved to ``store`` for the next process.
@@ -169,14 +169,14 @@ class PoolFilter:
         tools: Sequence[Any],
         position: Mapping[str, int],
         store: Any = None,
-        previous: PoolFilter | None = None,
+        previous: PoolFilter | FacetTable | None = None,
     ):
         self._tools = tools
         self._position = position
         self._spellings = IdSpellings(position)  # any Unicode spelling of an id, as feedback finds it
         self._store = store  # a Store (load_cached / save_cached), or None: no snapshot read or saved
         # the latest table of an earlier pool (not the PoolFilter itself: no chain of old pools is kept)
-        self._inherited = None if previous is None else previous._facets or previous._inherited
+        self._inherited = previous.latest_facets if isinstance(previous, PoolFilter) else previous
         self._facets: FacetTable | None = None
         self._building = threading.Lock()  # one pass at a time: a second caller waits for the first's
         self._recent: OrderedDict[ToolFilter, np.ndarray] = OrderedDict()
@@ -185,6 +185,12 @@ class PoolFilter:
     def facets(self) -> FacetTable | None:
         """The pool's table of facets, once built."""
         return self._facets
+
+    @property
+    def latest_facets(self) -> FacetTable | None:
+        """The pool's table once built, else the one it inherited: what the next pool's filter starts from
+        (hold this, not the ``PoolFilter``, which holds its whole pool)."""
+        return self._facets if self._facets is not None else self._inherited
 
     def needs_facets(self, where: ToolFilter) -> bool:
         """Whether ``where`` filters by a platform, tag, provider or auth kind that is not indexed yet."""
