@@ -155,10 +155,11 @@ class PoolFilter:
     entries; platforms, tags, providers and auth kinds (the facets) come from each tool's record, all four
     in one ``FacetTable`` the first time a filter asks for one. ``build_facets`` makes it from what is
     known already, parsing only the records it does not cover: the ``previous`` pool's table (this
-    process's pool before tools were added or removed; its ``PoolFilter`` or that one's ``latest_facets``) and the snapshot saved in ``store``
-    (``rated.index.snapshot``; another process's table), both matched tool by tool on the id and the
-    record digest. Parsing every record instead costs 0.5-0.8 s at 20,000 tools just opened from a store; a
-    table that parsed a tenth of its pool or more is saved to ``store`` for the next process.
+    process's pool before tools were added or removed: its ``PoolFilter``, or that one's
+    ``latest_facets``) and the snapshot saved in ``store`` (``rated.index.snapshot``; another process's
+    table), both matched tool by tool on the id and the record digest. Parsing every record instead costs
+    0.5-0.8 s at 20,000 tools just opened from a store; a table that parsed a tenth of its pool or more is
+    saved to ``store`` for the next process.
     ``build_facets`` may run in any thread, outside the retriever's lock (``Retriever`` calls it before
     taking the lock, so that other queries go on meanwhile); ``positions`` is not thread-safe: the
     retriever calls it under its lock (it builds the facets itself there if they are still missing).
