@@ -139,30 +139,20 @@ def run_latency(
         names = names[i % len(names) :] + names[: i % len(names)]  # rotate: no policy always runs first
         ctx = np.asarray(vec, dtype=np.float32).ravel()  # the retriever checks its query embedding first
         live = (i - warmup) % 2 == 1  # one path per query, as cold as the other: the API's first
+        make, context = (Candidates._trusted, ctx) if live else (Candidates, vec)
         for name in names:
             policy = policies[name]
             c3, t3 = cpu_clock(), clock()
             where = pos.tolist()
-            if live:  # as Retriever._rank builds and ranks them
-                cands = Candidates._trusted(
-                    tuple(map(ids.__getitem__, where)),
-                    sem,
-                    prior[pos],
-                    tuple(map(providers.__getitem__, where)),
-                    ctx,
-                    now,
-                )
-                orders[name] = _live_order(policy, cands)
-            else:
-                cands = Candidates(
-                    tuple(map(ids.__getitem__, where)),
-                    sem,
-                    prior[pos],
-                    tuple(map(providers.__getitem__, where)),
-                    vec,
-                    now,
-                )
-                orders[name] = policy.rank(cands).order
+            cands = make(  # as Retriever._rank builds them (live), or through the checking constructor
+                tuple(map(ids.__getitem__, where)),
+                sem,
+                prior[pos],
+                tuple(map(providers.__getitem__, where)),
+                context,
+                now,
+            )
+            orders[name] = _live_order(policy, cands) if live else policy.rank(cands).order
             t4, c4 = clock(), cpu_clock()
             if i < warmup:  # both paths rank alike (checked while warming up, untimed)
                 other = policy.rank(cands).order.tolist() if live else _live_order(policy, cands)
