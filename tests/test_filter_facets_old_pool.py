@@ -7,10 +7,9 @@ from __future__ import annotations
 import gc
 import weakref
 
-from tests.test_filter_facets_retriever import QUERY, tools
-
 from rated.encode.testing import HashEncoder
 from rated.retriever import Retriever
+from test_filter_facets_retriever import QUERY, tools
 
 
 def test_a_removed_tool_is_not_held_for_the_next_filter(tmp_path):

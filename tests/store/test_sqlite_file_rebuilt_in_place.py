@@ -3,11 +3,10 @@ same file by another process (`rated index --force`), and a database opened thro
 
 from __future__ import annotations
 
-from tests.test_filter_facets_retriever import QUERY, tools
-
 from rated.encode.testing import HashEncoder
 from rated.retriever import Retriever
 from rated.store.sqlite import SQLiteStore
+from test_filter_facets_retriever import QUERY, tools
 
 
 def test_a_rebuild_with_force_elsewhere_is_read_not_refused(tmp_path):
