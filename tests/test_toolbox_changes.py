@@ -134,7 +134,8 @@ def test_a_failed_add_leaves_the_toolbox_as_it_was(clock, monkeypatch):
         def refused(*args, **kwargs):
             raise ConfigError("the store refused the change")
 
-        monkeypatch.setattr(box.retriever, "sync_tools", refused)
+        for method in ("add_tools", "sync_tools"):  # new tools are added, others synced (test_toolbox_add)
+            monkeypatch.setattr(box.retriever, method, refused)
         with pytest.raises(ConfigError, match="the store refused"):
             box.add_tools([translate])
         assert box.ids == ["get_weather", "send_email"] and "translate" not in box
@@ -148,23 +149,29 @@ def test_a_tool_being_added_is_selected_and_run_once_indexed(clock, monkeypatch)
     """Between the index taking the new tools and ``add_tools`` returning, a select that finds one has its
     object (and does not take it for another process's tool, which would make it filter every search)."""
     with Toolbox([get_weather, send_email], encoder=HashEncoder(64), clock=clock) as box:
-        sync, seen, filters = box.retriever.sync_tools, [], []
+        seen, filters = [], []
         retrieve = box.retriever.retrieve
 
         def spy_retrieve(query, k=5, *, where=None):
             filters.append(where)
             return retrieve(query, k, where=where)
 
-        def indexed_then_select(tools, **options):
-            report = sync(tools, **options)
-            [best] = box.select("translate text into another language", k=1)
-            seen.append((best.id, best.obj, best.run({"text": "hei", "to": "en"})))
-            return report
+        def indexed_then_select(method):
+            index = getattr(box.retriever, method)
+
+            def spy(tools, **options):
+                report = index(tools, **options)
+                [best] = box.select("translate text into another language", k=1)
+                seen.append((method, best.id, best.obj, best.run({"text": "hei", "to": "en"})))
+                return report
+
+            return spy
 
         monkeypatch.setattr(box.retriever, "retrieve", spy_retrieve)
-        monkeypatch.setattr(box.retriever, "sync_tools", indexed_then_select)
+        for method in ("add_tools", "sync_tools"):
+            monkeypatch.setattr(box.retriever, method, indexed_then_select(method))
         box.add_tools([translate])
-        assert seen == [("translate", translate, "hei (en)")]
+        assert seen == [("add_tools", "translate", translate, "hei (en)")]  # a new tool: added, not synced
         assert filters == [None]  # searched as before: no filter limiting it to the toolbox's own tools
         assert ranked(box, "translate text", k=1) == ["translate"] and filters[-1] is None
 

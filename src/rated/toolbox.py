@@ -324,15 +324,30 @@ class Toolbox:
             new = {r.tool.id: r for r in read}
             self._adding = new  # a select finding them once indexed, before _by_id has them, takes these
             try:
-                report = self._retriever.sync_tools([r.tool for r in read], progress=progress)
+                report = self._index_new([r.tool for r in read], progress)
                 with self._lock:
-                    kept = {t: entry for t, entry in by_id.items() if t not in replaced}
+                    kept = by_id  # the others in order, less those indexed again (only then copied: ms)
+                    if replaced:
+                        kept = {t: entry for t, entry in by_id.items() if t not in replaced}
                     self._by_id = {**kept, **new}
                     self._indexed |= frozenset(new)
                     self._forget_filters()
             finally:
                 self._adding = {}
         return report
+
+    def _index_new(self, tools: list[Any], progress: bool) -> SyncReport:
+        """Index ``tools`` as ``Retriever.add_tools`` does while the index holds none of them (only they are
+        encoded, and the index takes them in place); else as opening ``db`` syncs them (``sync_tools``: one
+        kept from an earlier run, or that another process added meanwhile, is re-encoded if it changed and
+        keeps what it learned; one in another Unicode spelling is refused). The sync compares the whole
+        catalog and reloads it, which cost 4-8x the add for 5 new tools among 5,000
+        (benchmarks/toolbox_add.py); a refused add changed nothing, so the sync starts from the same index."""
+        try:
+            self._retriever.add_tools(tools, progress=progress)
+        except ToolExistsError:
+            return self._retriever.sync_tools(tools, progress=progress)
+        return SyncReport(added=[t.id for t in tools])
 
     def _removed_elsewhere(self, read: list[ToolObject], by_id: Mapping[str, ToolObject]) -> frozenset[str]:
         """The ids (as this toolbox spells them) of the tools in ``read`` that it holds but the index no
