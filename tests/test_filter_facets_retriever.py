@@ -101,7 +101,9 @@ def test_a_changed_record_is_parsed_again_not_taken_from_the_snapshot(tmp_path):
     Retriever.from_catalog(tools(), db=db, encoder=HashEncoder(64)).close()
     with Retriever.open(db, encoder=HashEncoder(64)) as r:
         # t0 (langchain) moves to n8n under the same id: its record digest changes
-        r.sync_tools([*(t for t in tools() if t.id != "t0"), tools(1)[0].model_copy(update={"source": "n8n"})])
+        r.sync_tools(
+            [*(t for t in tools() if t.id != "t0"), tools(1)[0].model_copy(update={"source": "n8n"})]
+        )
     with Retriever.open(db, encoder=HashEncoder(64)) as r:
         hits = r.retrieve(QUERY, k=N, where={"source": "n8n"})
     assert {h.id for h in hits} == expected(tools(), "n8n") | {"t0"}

@@ -8,8 +8,8 @@ import pytest
 
 from rated import Tool, stored_tool
 from rated.encode.testing import HashEncoder
-from rated.index import snapshot
 from rated.errors import QueryError, UnknownToolError
+from rated.index import snapshot
 from rated.retriever import Retriever
 from rated.tool_filter import ToolFilter
 

@@ -1,5 +1,6 @@
 """``rated bench latency`` prints the retriever's own ranking path beside the public API's (the JSON's
-``live_added_median_ms``), so the figure that ``Retriever.retrieve`` pays is on screen, not only in the file."""
+``live_added_median_ms``), so the figure that ``Retriever.retrieve`` pays is on screen, not only in the
+file."""
 
 from __future__ import annotations
 
@@ -13,7 +14,18 @@ from rated.cli import main
 def test_the_table_has_the_retriever_path_column(tmp_path, capsys):
     data = save_dataset(toy_dataset(), tmp_path / "toy")
     out = tmp_path / "lat.json"
-    argv = ["bench", "latency", "--dataset", str(data), "--encoder", "hash", "--queries", "6", "--warmup", "2"]
+    argv = [
+        "bench",
+        "latency",
+        "--dataset",
+        str(data),
+        "--encoder",
+        "hash",
+        "--queries",
+        "6",
+        "--warmup",
+        "2",
+    ]
     assert main([*argv, "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     rows = {line.split("|")[1].strip(): line for line in printed.splitlines() if line.startswith("| ")}
