@@ -94,7 +94,7 @@ def test_sweep_writes_heatmaps(data: Path, tmp_path: Path) -> None:
     assert (tmp_path / "sw" / "sweep-bandit.png").stat().st_size > 0
 
 
-def test_latency_json_shape(data: Path, tmp_path: Path) -> None:
+def test_latency_json_shape(data: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     out = tmp_path / "lat.json"
     args = [
         "bench",
@@ -115,6 +115,13 @@ def test_latency_json_shape(data: Path, tmp_path: Path) -> None:
         assert m["mean_ms"] > 0 and m["p95_ms"] >= m["median_ms"] > 0
     assert methods["rated"]["mean_ms"] >= methods["encode_only"]["mean_ms"] * 0.5
     assert methods["rated"]["added_mean_ms"] > 0
+    # the table shows the retriever's own ranking path beside the public API's (live_added_median_ms)
+    rows = {
+        line.split("|")[1].strip(): line for line in capsys.readouterr().out.splitlines() if line[:2] == "| "
+    }
+    assert "retriever path" in rows["stage"]
+    assert rows["rated"].rstrip(" |").endswith(f"{methods['rated']['live_added_median_ms']:.4f}")
+    assert rows["encode_only"].rstrip(" |").endswith("-")  # no re-ranking: nothing added
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ import pytest
 
 from rated.outcome import Outcome
 from rated.policy import Candidates, Feedback, RatedPolicy
+from rated.policy.base import Ranking
 from rated.policy.rated import FIELDS, PROVIDER_PREFIX
 
 DIM = 12
@@ -26,6 +27,17 @@ PROVIDERS |= {"t10": "t6", "t11": "P0", "t12": "P2", "t13": "t13"}
 def unit(rng: np.random.Generator) -> np.ndarray:
     v = rng.normal(size=DIM).astype(np.float32)
     return v / np.linalg.norm(v)
+
+
+def ranked_as_reference(p: RatedPolicy, c: Candidates) -> tuple[Ranking, dict[str, np.ndarray]]:
+    """``p.rank(c)`` and the reference's figures, after checking that its components, scores and health
+    flags are the reference's."""
+    ranking, want = p.rank(c), reference(p, c)
+    for name in ("bandit", "reliability", "availability"):
+        np.testing.assert_allclose(ranking.components[name], want[name], rtol=1e-12, atol=0, err_msg=name)
+    np.testing.assert_allclose(ranking.scores, want["scores"], rtol=1e-12, atol=0)
+    assert ranking.healthy.tolist() == (want["availability"] >= p.gate).tolist()
+    return ranking, want
 
 
 def learned(params: dict, seed: int) -> tuple[RatedPolicy, float]:
@@ -131,11 +143,7 @@ def test_scores_follow_the_documented_formula(params: dict, seed: int) -> None:
             ctx,
             now,
         )
-        ranking, want = p.rank(c), reference(p, c)
-        for name in ("bandit", "reliability", "availability"):
-            np.testing.assert_allclose(ranking.components[name], want[name], rtol=1e-12, atol=0, err_msg=name)
-        np.testing.assert_allclose(ranking.scores, want["scores"], rtol=1e-12, atol=0)
-        assert ranking.healthy.tolist() == (want["availability"] >= p.gate).tolist()
+        ranking, want = ranked_as_reference(p, c)
         if len(set(ranking.scores.tolist())) == len(ids):  # ties are left to the other tests
             healthy_first = np.lexsort((-want["scores"], ~ranking.healthy)) if p.health_orders else None
             expected = healthy_first if healthy_first is not None else np.argsort(-want["scores"])
@@ -182,8 +190,4 @@ def test_tools_with_provider_state_only_follow_the_formula(params: dict) -> None
             None if trial % 3 == 0 else unit(rng),
             now,
         )
-        ranking, want = p.rank(c), reference(p, c)
-        for name in ("bandit", "reliability", "availability"):
-            np.testing.assert_allclose(ranking.components[name], want[name], rtol=1e-12, atol=0, err_msg=name)
-        np.testing.assert_allclose(ranking.scores, want["scores"], rtol=1e-12, atol=0)
-        assert ranking.healthy.tolist() == (want["availability"] >= p.gate).tolist()
+        ranking, want = ranked_as_reference(p, c)
