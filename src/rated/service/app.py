@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
+from starlette.routing import Route
 
 from rated.errors import ConfigError
 from rated.probing import ProbeResult
@@ -160,8 +160,26 @@ def _catalog_health(retriever: Retriever) -> tuple[int, int]:
     return len(tools), sum(not t.healthy for t in tools)
 
 
+def _route_label(request: Request) -> str:
+    """The path template of the app's route that served ``request`` (matched, or only its method did:
+    a 405), else ``unmatched``. FastAPI puts its API routes in the scope as ``route``; its own (``/docs``,
+    ``/openapi.json``, ``/redoc``) leave only their ``endpoint``, looked up among the app's routes. Never
+    the raw path: a label per URL tried would grow without bound."""
+    route = request.scope.get("route")
+    if isinstance(route, Route):
+        return route.path
+    endpoint = request.scope.get("endpoint")
+    if endpoint is not None:
+        for route in request.app.routes:
+            if isinstance(route, Route) and route.endpoint is endpoint:
+                return route.path
+    return "unmatched"
+
+
 async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-    """Count and time every request under its route template (not the raw path: bounded labels).
+    """Count and time every request under its route template (not the raw path: bounded labels): an API
+    route's or FastAPI's own (``/docs``, ``/openapi.json``, ``/redoc``), and ``unmatched`` for a request
+    no route served (a 404 for any URL, a body refused before routing).
 
     An unexpected exception (a bug) is answered here, as a 500 in the one error shape, so that it is
     counted too: raised on, it would pass this middleware and reach the client as a plain-text 500
@@ -181,8 +199,7 @@ async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Re
             },
             status_code=500,
         )
-    route = request.scope.get("route")
-    name = route.path if isinstance(route, APIRoute) else "unmatched"
+    name = _route_label(request)
     metrics.latency.labels(name).observe(time.perf_counter() - start)
     metrics.requests.labels(name, str(response.status_code)).inc()
     return response
