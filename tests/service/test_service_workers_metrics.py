@@ -99,3 +99,23 @@ def test_no_merge_happens_while_a_scrape_reads_the_folder(tmp_path, monkeypatch)
         assert retire_process(str(tmp_path), a) is False  # it waited, then left the files for now
         assert f"counter_{a}.db" in files(tmp_path) and f"gauge_livesum_{a}.db" not in files(tmp_path)
     assert retire_process(str(tmp_path), a) and f"counter_{a}.db" not in files(tmp_path)
+
+
+def test_a_skipped_merge_loses_no_count_every_scrape_still_sums_the_files_it_left(tmp_path, monkeypatch):
+    """Scrapes holding the folder past ``_MERGE_WAIT_S`` only leave a dead worker's files unmerged: its
+    counts stay in every sum (neither lost nor late); a later retirement of another worker merges that one
+    alone, and retiring the skipped pid again merges it."""
+    pytest.importorskip("fcntl")
+    a, b = worker(tmp_path, 2), worker(tmp_path, 3, status="404")
+    before = scrape(tmp_path, monkeypatch)
+    monkeypatch.setattr(metrics, "_MERGE_WAIT_S", 0.0)
+    with metrics._locked(str(tmp_path), shared=True):  # a scrape in progress
+        assert retire_process(str(tmp_path), a) is False
+        assert scrape(tmp_path, monkeypatch) == before  # a scrape meanwhile: a's counts still summed
+    assert scrape(tmp_path, monkeypatch) == before
+    assert retire_process(str(tmp_path), b)  # b merged; a's files left as they were
+    assert {f"counter_{a}.db", f"histogram_{a}.db", "counter_retired.db"} <= set(files(tmp_path))
+    assert scrape(tmp_path, monkeypatch) == before
+    assert retire_process(str(tmp_path), a)
+    assert files(tmp_path) == ["counter_retired.db", "histogram_retired.db", MERGE_LOCK]
+    assert scrape(tmp_path, monkeypatch) == before

@@ -223,3 +223,23 @@ def test_serve_workers_fails_with_the_reason_the_supervisor_gave_up(tmp_path, mo
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     with pytest.raises(RatedError, match="failed to start 6 times in a row"):
         workers.serve_workers(Settings(db="x.db", port=port, workers=2))
+
+
+def test_a_merge_scrapes_held_off_is_logged_as_still_summed_and_not_tried_again(monkeypatch, caplog):
+    """The counts of a worker whose merge was skipped stay summed from its own files (see
+    test_service_workers_metrics.py); the supervisor says so and leaves them: a later worker may reuse
+    the pid and write to them."""
+    tried: list[int] = []
+    monkeypatch.setattr(workers, "retire_process", lambda path, pid: tried.append(pid) and False)
+    sup = Supervisor(["serves", "serves"])
+    sup.init_processes()
+    first, second = sup.processes
+    first.exitcode = -9
+    with caplog.at_level(logging.WARNING, logger="uvicorn.error"):
+        sup.keep_subprocess_alive()
+    said = [r.getMessage() for r in caplog.records if "metrics files" in r.getMessage()]
+    assert len(said) == 1 and f"worker [{first.pid}] are left unmerged (still summed)" in said[0]
+    second.exitcode = -9
+    sup.keep_subprocess_alive()
+    sup._retire(first)
+    assert tried == [first.pid, second.pid]  # each once: the skipped one is not merged later

@@ -193,8 +193,9 @@ def retire_process(path: str, pid: int) -> bool:
     has exited (a replaced ``rated serve`` worker): ``mark_process_dead`` (its live gauges go), and its
     counters', histograms' and summaries' files merged into ``{kind}_retired.db`` and removed, under
     ``MERGE_LOCK``: scrapes sum the same before and after. False when scrapes kept the folder for
-    ``_MERGE_WAIT_S`` (its files are left as they are, still summed). Call it once the process is gone:
-    a process still writing would lose what it writes after."""
+    ``_MERGE_WAIT_S``: its files are left as they are, and every scrape still sums them (no count lost
+    or late; another call merges them). Call it once the process is gone: a process still writing would
+    lose what it writes after."""
     mark_process_dead(pid, path)
     with _locked(path, shared=False, wait=_MERGE_WAIT_S) as held:
         if not held:

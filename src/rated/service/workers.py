@@ -106,7 +106,8 @@ class _Supervision:
     supervisor's bases; its ``run`` loop calls these methods):
 
     - a worker that has exited, whatever the way, is retired from the metrics folder (``retire_process``):
-      its counts merged, its files removed; uvicorn left two files for every worker it ever ran;
+      its counts merged, its files removed; uvicorn left two files for every worker it ever ran. A merge
+      that scrapes held off is not tried again, and loses nothing: the files stay, summed as before;
     - a replacement that fails to start (the store unavailable for a moment: Redis restarting, SQLite
       locked) is started again after ``_RETRY_S``, doubling up to ``_RETRY_MAX_S``, and the service stops
       only at the ``_TRIES``-th failure in a row (``gave_up`` says why); uvicorn stopped it at the first.
@@ -259,14 +260,21 @@ class _Supervision:
                 process.process.join()
 
     def _retire(self, process: Any) -> None:
-        """Merge the metrics files of ``process``, which has exited (once per pid)."""
+        """Merge the metrics files of ``process``, which has exited (once per pid). A merge that scrapes
+        held off past ``_MERGE_WAIT_S`` loses no count, nor delays one: the files stay where they are and
+        every scrape sums them as before. It costs two files in the folder until the service stops: it is
+        not tried again (a later worker may get the same pid and write to them meanwhile)."""
         pid = process.pid
         if pid is None or pid in self._retired:
             return
         self._retired.add(pid)
         try:
             if not retire_process(self.metrics_dir, pid):
-                log.warning("rated: the metrics files of worker [%d] are kept: scrapes held them", pid)
+                log.warning(
+                    "rated: the metrics files of worker [%d] are left unmerged (still summed): scrapes held "
+                    "them",
+                    pid,
+                )
         except Exception as exc:  # a damaged file: summed as it is (a scrape would fail on it as well)
             log.warning("rated: the metrics files of worker [%d] are kept: %s", pid, exc)
 
