@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_run import run
 
 from rated.catalog.text import tool_text
 from rated.cli import main
@@ -23,12 +24,6 @@ CATALOG = [
 ]
 SMS = {"id": "sms", "name": "send_sms", "description": "Send an SMS text message to a phone number"}
 SMS_QUERY = "send an sms text message to a phone"
-
-
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def write(path: Path, payload: object) -> Path:

@@ -6,15 +6,10 @@ from __future__ import annotations
 
 import json
 
-from rated.cli import main
+from cli_run import run
+
 from rated.retired import load_run
 from rated.retriever import Retriever
-
-
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_feedback_status_404_from_separate_runs_adds_up(db, capsys):

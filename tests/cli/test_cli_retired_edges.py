@@ -9,20 +9,14 @@ import json
 import unicodedata
 
 import pytest
+from cli_run import run
 from fastapi.testclient import TestClient
 
-from rated.cli import main
 from rated.errors import StoreError
 from rated.retriever import Retriever
 from rated.service import Settings, create_app
 from rated.store.sqlite import SQLiteStore
 from retired_catalog import CAFE
-
-
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def feedback(capsys, db, tool_id: str, *argv: object) -> tuple[int, str, str]:

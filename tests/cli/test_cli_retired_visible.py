@@ -7,13 +7,7 @@ from __future__ import annotations
 
 import json
 
-from rated.cli import main
-
-
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
+from cli_run import run
 
 
 def feedback(capsys, db, *argv: object) -> tuple[int, str, str]:

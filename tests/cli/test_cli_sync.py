@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_run import run
 
 from rated.cli import main
 from rated.retriever import Retriever
@@ -23,12 +24,6 @@ FLIGHTS = {
     "description": "Book a flight ticket between airports",
 }
 SMS = {"id": "sms", "name": "send_sms", "description": "Send an SMS text message to a phone number"}
-
-
-def run(capsys, *argv: object) -> tuple[int, str, str]:
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def write(path: Path, payload: object) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_run import run
 
 from rated.cli import main
 
@@ -24,12 +25,6 @@ def db(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["tools"] == 3 and summary["encoder"].startswith("hash-64")
     return db
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_search_json_and_table(db, capsys):
