@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_run import run
 
 from rated import Tool
-from rated.cli import main
 from rated.encode.testing import HashEncoder
 from rated.errors import UnknownToolError
 from rated.retriever import Retriever
@@ -33,8 +33,7 @@ def db(tmp_path, monkeypatch):
 
 
 def test_json_answer_says_recorded_with_health_unknown(db, capsys):
-    code = main(["feedback", "mail", "--outcome", "tool_error", "--db", str(db), "--json"])
-    out, err = capsys.readouterr()
+    code, out, err = run(capsys, "feedback", "mail", "--outcome", "tool_error", "--db", db, "--json")
     assert code == 0, err
     answer = json.loads(out)
     assert answer["recorded"] is True and answer["healthy"] is None and answer["tool_id"] == "mail"
@@ -44,8 +43,7 @@ def test_json_answer_says_recorded_with_health_unknown(db, capsys):
 
 
 def test_a_404_is_recorded_without_reading_its_run(db, capsys):
-    code = main(["feedback", "mail", "--status", "404", "--query", "email Ada", "--db", str(db)])
-    out, err = capsys.readouterr()
+    code, out, err = run(capsys, "feedback", "mail", "--status", 404, "--query", "email Ada", "--db", db)
     assert code == 0, err
     assert "recorded caller_error" in out and "health unknown" in out
     assert "retired-endpoint rule" not in out

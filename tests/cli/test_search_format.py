@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_run import run
 
 from rated.catalog.loaders import load_catalog
 from rated.cli import main
@@ -32,9 +33,7 @@ def db(tmp_path, capsys):
 
 
 def search(capsys, db, *extra: str) -> tuple[int, str, str]:
-    code = main(["search", "send an email", "--db", str(db), "-k", "2", *extra])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run(capsys, "search", "send an email", "--db", db, "-k", 2, *extra)
 
 
 @pytest.mark.parametrize("fmt", ["openai", "openai_responses", "anthropic", "mcp"])

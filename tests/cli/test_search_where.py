@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_run import run
 
 from rated.cli import main
 from rated.encode.testing import HashEncoder
@@ -25,9 +26,7 @@ def db(tmp_path, capsys, filter_catalog):
 
 
 def search(capsys, db, *extra: str) -> tuple[int, str, str]:
-    code = main(["search", QUERY, "--db", str(db), *extra])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run(capsys, "search", QUERY, "--db", db, *extra)
 
 
 def ranked(hits) -> list[tuple[str, float]]:
