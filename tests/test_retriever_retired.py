@@ -23,6 +23,7 @@ TOOLS = [
     Tool(id="weather.b", name="forecast", description="Weather forecast for a city, daily"),
     Tool(id="mail", name="send_email", description="Send an email message"),
 ]
+MOVED = Tool(id="weather", name="weather_forecast", description="Weather forecast, new endpoint")
 REQUEST = httpx.Request("GET", "https://weather.invalid/v1/forecast")
 HISTORY = 20  # successes before the 404s: a clean history, so three different queries are enough
 
@@ -235,13 +236,65 @@ def test_a_tool_removed_and_added_again_starts_without_evidence(tmp_path, clock,
         _three_404s_then(r)
         r.remove_tools(["weather"])
         assert load_run(r.store, "weather") is None
-        r.add_tools(
-            [Tool(id="weather", name="weather_forecast", description="Weather forecast, new endpoint")]
-        )
+        r.add_tools([MOVED])
         r.feedback("weather", gone(), query="forecast for Pune")  # its first call: the caller's mistake
         run = load_run(r.store, "weather")
         assert run is not None and len(run.queries) == 1 and run.counted == 0
         assert r.health("weather").healthy
+
+
+def _removed_first(monkeypatch, a: Retriever, b: Retriever, write: str) -> None:
+    """``b`` removes "weather" right before ``a``'s next ``write`` to the store: ``a``'s feedback found the
+    tool and writes what it learned after another process removed it (the race, made deterministic)."""
+    original = getattr(a.store, write)
+
+    def removal_first(*args, **kwargs):
+        monkeypatch.setattr(a.store, write, original)
+        b.remove_tools(["weather"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(a.store, write, removal_first)
+
+
+@pytest.fixture
+def two(tmp_path, clock):
+    """Two retrievers on one SQLite file, as two processes (the plain rule: three different queries)."""
+    path = tmp_path / "rated.db"
+    build(path, clock, retired={"false_alarm": 1.0}).close()
+    with Retriever.open(path, clock=clock) as a, Retriever.open(path, clock=clock) as b:
+        yield a, b
+
+
+@pytest.mark.parametrize("adder", ["racing", "remover"])
+def test_a_404_racing_the_removal_is_no_evidence_against_the_tool_added_again(
+    two, monkeypatch, adder
+) -> None:
+    a, b = two
+    b.feedback("weather.b", gone(), query="forecast for Rome")  # evidence of a tool that stays
+    _removed_first(monkeypatch, a, b, "update_evidence")
+    a.feedback("weather", gone(), query="forecast for Rome")
+    (a if adder == "racing" else b).add_tools([MOVED])
+    assert load_run(a.store, "weather") is None
+    for city in ("Oslo", "Lima"):  # two different queries: the rule needs three
+        a.feedback("weather", gone(), query=f"forecast for {city}")
+    assert a.health("weather").healthy and b.health("weather").healthy
+    assert len(load_run(b.store, "weather.b").queries) == 1  # kept
+
+
+@pytest.mark.parametrize("adder", ["racing", "remover"])
+@pytest.mark.parametrize("add", ["add_tools", "sync_tools"])
+def test_what_a_feedback_racing_the_removal_learned_is_not_the_tool_added_again(
+    two, monkeypatch, clock, adder, add
+) -> None:
+    a, b = two
+    _removed_first(monkeypatch, a, b, "update_states")
+    a.feedback("weather", "tool_error", query="forecast for Rome")
+    getattr(a if adder == "racing" else b, add)([MOVED])
+    assert a.store.load_states(["weather"]) == {}
+    with Retriever.open(a.store.path, clock=clock) as fresh:  # as any process opening the store sees it
+        expected = fresh.health("weather").components
+        assert a.health("weather").components == expected and b.health("weather").components == expected
+    assert a.store.load_states(["weather.b"])  # the other tools keep what they learned
 
 
 def test_a_rebuilt_index_starts_without_evidence(tmp_path, clock) -> None:

@@ -660,6 +660,9 @@ class Retriever:
                     continue
             else:
                 raise _kept_changing(self._store, "add")
+            # the store dropped what a feedback racing an earlier removal left under their ids (put_tools),
+            # which a reload may have read: they start with none, as new_only found none of them held
+            self._forget_states([t.id for t in new])
             index = self._search_index()
             had_graph = index.dense.kind == "hnsw"
             self._change_index(index.add, entries, embeddings)
@@ -701,8 +704,7 @@ class Retriever:
             had_graph = index.dense.kind == "hnsw"
             version = self._store.delete_tools(ids, keep_one=True)  # re-checked inside the change
             self._change_index(index.remove, ids)
-            for tool_id in ids:
-                self._policy.set_state(tool_id, None)
+            self._forget_states(ids)
             self._states_stale = True  # reload the remaining states into a fresh copy at the next refresh:
             # what the policy learned from these tools beyond their states goes with them (_load_states)
             self._set_pool(index.tools, self._prior_by_id)
@@ -808,6 +810,8 @@ class Retriever:
             delete=report.removed,
         )
         self._catalog_version = -1  # reloaded from the store, here or (should this fail) at the next refresh
+        if report.added:  # as the store holds them: it dropped what was left under an id it inserted
+            self._set_states(report.added, self._store.load_states(report.added))
         if report.removed:
             self._states_stale = True  # the remaining states, into a fresh copy (as remove_tools)
         self._load_catalog()
@@ -1088,6 +1092,11 @@ class Retriever:
         except Exception:
             self._states_stale = True
             raise
+
+    def _forget_states(self, tool_ids: Sequence[str]) -> None:
+        """Drop the policy's states of tools whose states the store has just dropped (removed or added)."""
+        for tool_id in tool_ids:
+            self._policy.set_state(tool_id, None)
 
     def _set_states(self, keys: Sequence[str], blobs: Mapping[str, bytes]) -> None:
         """Give the policy each key's state from ``blobs`` (none, for a key that has no blob)."""

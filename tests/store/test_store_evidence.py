@@ -188,6 +188,27 @@ def test_removing_a_tool_drops_its_evidence_and_keeps_the_others(make_store):
     assert [other.load_evidence(k) for k in ("retired:a:x", "retired:c")] == [None, None]
 
 
+def test_an_id_added_anew_starts_without_what_a_late_writer_left_under_it(make_store):
+    """A writer that found a tool before another removed it (a feedback racing ``delete_tools``) writes its
+    state and evidence after the removal; the change that adds a tool under that id drops them, while a
+    tool replaced in place keeps its own."""
+    store, late = make_store(), make_store()
+    _put(store, ["a", "b", "c"])
+    store.delete_tools(["a"])
+    late.update_states(["a", "b"], lambda current: {"a": b"late", "b": b"kept"})
+    _gather(late, "retired:a", "other:a", "retired:b")
+    _put(store, ["b", "a"])  # b replaced in place, a added anew
+    assert late.load_states(["a", "b"]) == {"b": b"kept"}
+    assert [late.load_evidence(k) for k in ("retired:a", "other:a", "retired:b")] == [None, None, b"1"]
+    store.delete_tools(["a"])
+    late.update_states(["a"], lambda current: {"a": b"late"})
+    _gather(late, "retired:a")
+    store.put_tools(
+        ["a"], ['{"id": "a"}'], np.ones((1, 3), np.float32), np.ones(1), new_only=True, delete=["c"]
+    )
+    assert late.load_states(["a"]) == {} and late.load_evidence("retired:a") is None
+
+
 def test_a_rebuild_and_clear_drop_all_evidence(make_store):
     store, other = make_store(), make_store()
     _put(store, ["a", "b"])

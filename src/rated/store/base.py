@@ -145,7 +145,10 @@ class CatalogStore(Protocol):
         what it raises refuses the change (nothing stored), so that tools encoded for one index never land
         in another rebuilt meanwhile (another encoder). ``delete``: ids (not among ``ids``) to
         remove with their policy state and evidence in the same change, as
-        ``delete_tools(delete, keep_one=True)``.
+        ``delete_tools(delete, keep_one=True)``. An id inserted (not held before) starts with no policy
+        state and no evidence under it: what a writer that found the tool before another one removed it
+        wrote after the removal (a feedback racing ``delete_tools``) is dropped in the same change, so a
+        tool added again does not inherit it; a tool replaced in place keeps its own.
         """
         ...
 
@@ -232,7 +235,8 @@ class EvidenceStore(Protocol):
     Keys are ``KIND:TOOL_ID`` (``retired:weather``): evidence is about one tool and goes with it, in the
     change that removes the tool (``delete_tools``, ``put_tools(delete=...)``), rebuilds the index
     (``replace_catalog``) or clears it (``clear``). A tool removed and added again under its id starts
-    with none.
+    with none, also when a writer that found it before the removal saved some after it (``put_tools``
+    drops what an id it inserts has).
 
     Optional, not part of the protocol: ``load_evidence_many(keys) -> dict[str, bytes]``, the blobs of
     those of ``keys`` that have one, in one read; ``rated.retired`` reads a whole catalog's runs with it

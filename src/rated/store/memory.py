@@ -86,7 +86,11 @@ class MemoryStore:
             )
             if delete and (self._tools.keys() | set(ids)) <= set(delete):
                 raise LastToolError("cannot remove every tool: an index needs at least one")
+            added = [tool_id for tool_id in ids if tool_id not in self._tools]
             self._put_rows(ids, records, emb, prior, details)
+            # what a late writer left under an id not held (a feedback that found the tool before another
+            # retriever removed it): a tool added under it starts with none
+            self._drop_learned(added)
             self._drop_tools(delete)
             self._catalog_version += 1
             return self._catalog_version
@@ -115,10 +119,15 @@ class MemoryStore:
     def _drop_tools(self, ids: Sequence[str]) -> None:
         for tool_id in ids:
             self._tools.pop(tool_id, None)
+        self._drop_learned(ids)  # a tool added again later starts with none
+
+    def _drop_learned(self, ids: Sequence[str]) -> None:
+        """Drop the policy state and the evidence kept under ``ids``."""
+        for tool_id in ids:
             if self._states.pop(tool_id, None) is not None:
                 self._seq += 1
                 self._state_seq.pop(tool_id, None)
-        for key in evidence_of(self._evidence, set(ids)):  # a tool added again later starts with none
+        for key in evidence_of(self._evidence, set(ids)):
             del self._evidence[key]
 
     def clear(self) -> None:

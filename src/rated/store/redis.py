@@ -386,20 +386,24 @@ class RedisStore:
                     raise LastToolError(f"{self._where}: cannot remove every tool: an index needs one")
             last = pipe.zrange(order, -1, -1, withscores=True)
             top = float(last[0][1]) if last else -1.0
-            evidence = self._evidence_keys(pipe) if delete else []
+            added = [tool_id for tool_id, score in zip(ids, scores, strict=True) if score is None]
+            evidence = self._evidence_keys(pipe) if delete or added else []
             pipe.multi()
             for i, tool_id in enumerate(ids):
                 if scores[i] is None:
                     top += 1
                     pipe.zadd(order, {tool_id: top})
                 self._queue_tool(pipe, tool_id, records[i], emb[i], float(prior[i]), details[i])
+            if added:  # what a late writer left under an id not held (a feedback that found the tool
+                # before another process removed it): a tool added under it starts with none
+                self._queue_drop_learned(pipe, added, evidence)
             if delete:
                 self._queue_delete(pipe, delete, evidence)
             pipe.incr(self._k("catver"))
             return _last_int
 
         watch = [order, self._k("meta")] if check_meta is not None else [order]
-        watch += [self._k("evidence")] if delete else []  # evidence gathered meanwhile goes too
+        watch.append(self._k("evidence"))  # evidence gathered meanwhile goes too (removed or added ids)
         return int(self._optimistic(watch, body))
 
     def delete_tools(self, ids: Sequence[str], *, keep_one: bool = False) -> int:
@@ -426,9 +430,14 @@ class RedisStore:
         pipe.zrem(self._k("order"), *ids)
         for name in ("tools", "emb", "prior"):
             pipe.hdel(self._k(name), *ids)
+        self._queue_drop_learned(pipe, ids, evidence)  # a tool added again later starts with none
+
+    def _queue_drop_learned(self, pipe: Any, ids: Sequence[str], evidence: Sequence[str]) -> None:
+        """Queue the removal of the policy state and the evidence kept under ``ids`` (inside the caller's
+        MULTI; ``evidence`` as for ``_queue_delete``), and of evidence older stores never listed in the
+        set."""
         pipe.delete(*(self._k(f"s:{t}") for t in ids))
         pipe.zrem(self._k("changes"), *ids)
-        # a tool added again later starts with none; also evidence older stores never listed in the set
         gone = list(dict.fromkeys([*evidence_of(evidence, set(ids)), *_unlisted_evidence(ids)]))
         pipe.delete(*(self._k(f"e:{key}") for key in gone))
         pipe.srem(self._k("evidence"), *gone)

@@ -81,7 +81,8 @@ INSERT OR IGNORE INTO counters (name, value) VALUES ('state_seq', 0), ('catalog_
 
 # every table and index _SCHEMA creates: a database holding all of them needs no schema transaction
 _SCHEMA_NAMES = frozenset(m.split()[0] for m in _SCHEMA.split("IF NOT EXISTS ")[1:])
-_TOOL_TABLES = (("tools", "id"), ("embeddings", "id"), ("prior", "id"), ("policy_state", "key"))
+_CATALOG_TABLES = (("tools", "id"), ("embeddings", "id"), ("prior", "id"))
+_TOOL_TABLES = (*_CATALOG_TABLES, ("policy_state", "key"))
 # per-tool totals of the outcome log, kept in the transaction that appends to it, so that reading them
 # costs one row per tool instead of a scan of a log that grows with every feedback
 _COUNT_OUTCOME = """
@@ -313,7 +314,10 @@ class SQLiteStore:
                 return [r[0] for r in conn.execute(sql)]
 
             refuse_clashes(ids, held, new_only=new_only, delete=delete, not_ascii=not_ascii)
-            self._insert_tools(conn, ids, records, emb, prior, details)
+            added = self._insert_tools(conn, ids, records, emb, prior, details)
+            # what a late writer left under an id the catalog did not hold (a feedback that found the tool
+            # before another process removed it): a tool added under it starts with none
+            self._drop_learned(conn, added)
             if delete:
                 self._delete_rows(conn, delete)
             return self._bump_catalog(conn)
@@ -356,18 +360,20 @@ class SQLiteStore:
         emb: np.ndarray,
         prior: np.ndarray,
         details: Sequence[Mapping[str, Any]],
-    ) -> None:
-        """Insert at the end, or replace in place, inside the caller's transaction."""
+    ) -> list[str]:
+        """Insert at the end, or replace in place, inside the caller's transaction; returns the ids
+        inserted (not held before)."""
         (top,) = conn.execute("SELECT COALESCE(MAX(position), -1) FROM tools").fetchone()
         # only the ids being written: a tool added to a large catalog must not read every row
         read = lambda sql, args: conn.execute(sql, args).fetchall()  # noqa: E731
         existing = dict(_select_in(read, "SELECT id, position FROM tools WHERE id IN ({})", list(ids)))
-        tool_rows = []
+        tool_rows, added = [], []
         for i, tool_id in enumerate(ids):
             position = existing.get(tool_id)
             if position is None:
                 top += 1
                 position = top
+                added.append(tool_id)
             tool_rows.append((tool_id, position, records[i]))
         conn.executemany("INSERT OR REPLACE INTO tools (id, position, record) VALUES (?,?,?)", tool_rows)
         conn.executemany(
@@ -378,6 +384,7 @@ class SQLiteStore:
             "INSERT OR REPLACE INTO prior (id, r_static, detail) VALUES (?, ?, ?)",
             [(t, float(prior[i]), json.dumps(dict(details[i]))) for i, t in enumerate(ids)],
         )
+        return added
 
     def delete_tools(self, ids: Sequence[str], *, keep_one: bool = False) -> int:
         if not ids:
@@ -389,13 +396,21 @@ class SQLiteStore:
     def _delete_rows(self, conn: sqlite3.Connection, ids: Sequence[str], keep_one: bool = True) -> None:
         """Remove tools and their states inside the caller's transaction (``LastToolError``: none left)."""
         params = [(t,) for t in ids]
-        for table, column in _TOOL_TABLES:
+        for table, column in _CATALOG_TABLES:
             conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", params)
-        if _has_evidence(conn):  # their evidence too: a tool added again later starts with none
-            keys = evidence_of((r[0] for r in conn.execute("SELECT key FROM evidence")), set(ids))
-            conn.executemany("DELETE FROM evidence WHERE key = ?", [(k,) for k in keys])
+        self._drop_learned(conn, ids)  # a tool added again later starts with none
         if keep_one and not conn.execute("SELECT EXISTS (SELECT 1 FROM tools)").fetchone()[0]:
             raise LastToolError(f"{self.path}: cannot remove every tool: an index needs at least one")
+
+    @staticmethod
+    def _drop_learned(conn: sqlite3.Connection, ids: Sequence[str]) -> None:
+        """Drop the policy state and the evidence kept under ``ids`` (inside the caller's transaction)."""
+        if not ids:
+            return
+        conn.executemany("DELETE FROM policy_state WHERE key = ?", [(t,) for t in ids])
+        if _has_evidence(conn):
+            keys = evidence_of((r[0] for r in conn.execute("SELECT key FROM evidence")), set(ids))
+            conn.executemany("DELETE FROM evidence WHERE key = ?", [(k,) for k in keys])
 
     def clear(self) -> None:
         with self._write() as conn:
