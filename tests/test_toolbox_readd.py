@@ -101,3 +101,43 @@ def test_a_removed_tool_added_again_in_another_unicode_spelling_is_held_once(sha
         box.add_tools([again])
         assert len(box) == 2 and box.obj(CAFE_NFC) is again and box.obj(CAFE_NFD) is again
         assert [s.obj for s in box.select("menu of the cafe", k=1)] == [again]
+
+
+@pytest.mark.parametrize("when", ["once indexed", "added during the search"])
+def test_a_tool_being_added_again_is_selected_with_its_new_object(shared, clock, monkeypatch, when):
+    """A select that finds the tool indexed again has the object given to ``add_tools``, not the one the
+    toolbox held before another process removed it: between the index taking it and ``add_tools``
+    returning, or when the whole add lands between the select reading its tools and searching."""
+    db, other = shared
+    with Toolbox([get_weather, send_email], db, encoder=HashEncoder(64), clock=clock) as box:
+        other.remove_tools(["get_weather"])
+        rainy, seen = rainy_weather(), []
+        if when == "once indexed":
+            add = box.retriever.add_tools
+
+            def add_then_select(tools, **options):
+                add(tools, **options)
+                seen.append(box.select("weather forecast", k=1)[0].obj)
+
+            monkeypatch.setattr(box.retriever, "add_tools", add_then_select)
+            box.add_tools([rainy])
+        else:
+            retrieve = box.retriever.retrieve
+
+            def add_then_retrieve(*args, **kwargs):
+                monkeypatch.setattr(box.retriever, "retrieve", retrieve)
+                box.add_tools([rainy])
+                return retrieve(*args, **kwargs)
+
+            monkeypatch.setattr(box.retriever, "retrieve", add_then_retrieve)
+            seen.append(box.select("weather forecast", k=1)[0].obj)
+        assert seen == [rainy]
+
+
+def test_the_old_spelling_of_a_tool_added_again_is_not_kept_as_indexed(shared, clock):
+    db, other = shared
+    first = {"id": CAFE_NFC, "name": "menu", "description": "Today's menu of the cafe"}
+    with Toolbox([get_weather, first], db, encoder=HashEncoder(64), clock=clock) as box:
+        other.remove_tools([CAFE_NFC])
+        box.add_tools([{"id": CAFE_NFD, "name": "menu", "description": "Today's menu of the cafe, again"}])
+        assert box._indexed == {"get_weather", CAFE_NFD}

@@ -217,7 +217,9 @@ class Toolbox:
                 continue
             selected = []
             for h in hits:
-                entry = by_id.get(h.id) or self._entry(h.id)  # or added since ``by_id`` was read
+                # the object now (being added or added again since ``by_id`` was read: the hit is the new
+                # tool's), else the one a tool removed here meanwhile had when the search began
+                entry = self._entry(h.id) or by_id.get(h.id)
                 if entry is None:
                     break
                 selected.append(Selected(h, entry.obj, query, self))
@@ -330,7 +332,7 @@ class Toolbox:
                     if replaced:
                         kept = {t: entry for t, entry in by_id.items() if t not in replaced}
                     self._by_id = {**kept, **new}
-                    self._indexed |= frozenset(new)
+                    self._indexed = (self._indexed - replaced) | frozenset(new)  # not an old spelling
                     self._forget_filters()
             finally:
                 self._adding = {}
