@@ -288,9 +288,12 @@ def _feedback(args: argparse.Namespace) -> int:
         if healthy is not None and is_evidence(reported):  # a 404/410: the tool's run of them now
             try:
                 retired = status_of(r, [tool_id]).get(tool_id)
-            except RatedError as exc:  # recorded already: an error exit would have it reported again
+            # whatever fails (a store of one's own raising its own errors too): recorded already, an error
+            # exit would have it reported again; POST /feedback answers without the run as well
+            except Exception as exc:
+                said = str(exc) if isinstance(exc, RatedError) else f"{type(exc).__name__}: {exc}"
                 err_console.print(
-                    f"[yellow]warning:[/] could not read the retired-endpoint evidence: {escape(str(exc))}",
+                    f"[yellow]warning:[/] could not read the retired-endpoint evidence: {escape(said)}",
                     highlight=False,
                     soft_wrap=True,
                 )
