@@ -14,10 +14,10 @@ Each round opens it twice per variant, a writer and a replica, and times (query 
 
 Variants: ``parse`` (every pool's facets read from every tool, parsing each record not parsed yet: what a
 store without the snapshot pays, and all of rated before it; ``--before REV`` takes ``PoolFilter`` from
-that revision of ``src/rated/tool_filter.py`` instead) and ``snapshot`` (``PoolFilter`` given the store and
-the last pool's filter, as the retriever makes it). Printed per stage: the median ms of each variant over
-the rounds (alternated), their ratio, each one's ratio to the unfiltered median, and how many records each
-parsed (the same in every round).
+that revision of ``src/rated/tool_filter.py`` instead) and ``snapshot`` (the retriever's own
+``_current_pool_filter``: ``PoolFilter`` given the store and the last pool's facet table). Printed per
+stage: the median ms of each variant over the rounds (alternated), their ratio, each one's ratio to the
+unfiltered median, and how many records each parsed (the same in every round).
 
 Run: ``.venv/bin/python benchmarks/filter_cost_facets.py [--tools 20000] [--rounds 3] [--before REV]
 [--out DIR]`` (``--out`` writes filter_cost_facets.json)
@@ -64,13 +64,9 @@ def parse_all(pool_filter: type) -> Callable[[Retriever], PoolFilter]:
     return current
 
 
-def from_snapshot(self: Retriever) -> PoolFilter:
-    """The retriever's pool filter with the store's facet snapshot and the last pool's facets."""
-    if self._pool_filter is None:
-        last = getattr(self, "_last_pool_filter", None)
-        self._pool_filter = PoolFilter(self._tools, self._position, self._store, last)
-        self._last_pool_filter = self._pool_filter
-    return self._pool_filter
+#: the retriever's own pool filter (the store's facet snapshot and the last pool's facet table), called
+#: as it is, not copied here: a copy went on timing what the retriever no longer does
+from_snapshot = Retriever._current_pool_filter
 
 
 def old_pool_filter(rev: str) -> type:
@@ -85,6 +81,8 @@ def old_pool_filter(rev: str) -> type:
     module = types.ModuleType(f"tool_filter_{rev}")
     sys.modules[module.__name__] = module  # dataclasses look their module up
     exec(compile(source, f"{rev}:src/rated/tool_filter.py", "exec"), module.__dict__)
+    if not hasattr(module.PoolFilter, "latest_facets"):  # what the retriever keeps of a pool's filter when
+        module.PoolFilter.latest_facets = None  # the pool changes (since cdb2dbc): nothing, for this one
     return module.PoolFilter
 
 
@@ -173,8 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with console.status(f"indexing {len(tools):,} tools"):
             with Retriever.from_catalog(tools, db, encoder=encoder, semantic={"dense_kind": "flat"}) as r:
                 if r.store.load_cached(snapshot.FACETS_NAME) is None:  # as from_catalog saves it
-                    with variant(from_snapshot):
-                        r.retrieve(queries[0], k=1, where={"provider": tools[0].provider_key})
+                    r.retrieve(queries[0], k=1, where={"provider": tools[0].provider_key})
                 assert r.store.load_cached(snapshot.FACETS_NAME) is not None
         for rnd in range(args.rounds):
             for name in VARIANTS if rnd % 2 == 0 else VARIANTS[::-1]:
