@@ -12,6 +12,10 @@ is not written to the outcome log, whose counts are the agents' calls.
 A check takes the ``Tool`` and returns its outcome (``True``/``False``, an outcome name, an ``Outcome``),
 or ``None`` when it cannot check that tool (nothing is recorded); an exception it raises is classified
 like a tracked call's (``rated.classify``: a timeout is ``timeout``, a refused connection ``tool_error``).
+Each check is over within a timeout (``probe``'s and ``aprobe``'s ``timeout``, 5 s): one that has not
+answered is ``timeout``. Work that may block past it (a sync check that hangs, a lookup the system's
+resolver does not answer) runs in a few reused daemon threads (``rated.probe_threads``), not in one more
+thread per check.
 ``http_check`` is one for tools with an HTTP ``endpoint``, ``mcp_check`` one for tools collected from an
 MCP server reachable over HTTP (``rated catalog mcp``), ``default_check`` the two together.
 
@@ -29,6 +33,7 @@ import asyncio
 import contextlib
 import importlib.util
 import inspect
+import ipaddress
 import logging
 import random
 import re
@@ -37,7 +42,7 @@ import ssl
 import threading
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from importlib import metadata
 from typing import TYPE_CHECKING, Any, Self
@@ -47,6 +52,7 @@ from rated.catalog.schema import Tool
 from rated.classify import outcome_from_exception, outcome_from_status
 from rated.errors import ConfigError, RatedError, UnknownToolError
 from rated.outcome import Outcome, OutcomeKind
+from rated.probe_threads import Pool
 from rated.shown import shown
 
 if TYPE_CHECKING:
@@ -95,6 +101,15 @@ MAX_TIMEOUT = 60.0
 MAX_JITTER = 0.5  #: the widest jitter: each wait stays within half and one and a half intervals
 #: a prober picks its ``budget`` targets among the policy's top ``SPREAD x budget``
 SPREAD = 3
+#: threads (process-wide, reused) that run ``probe``'s checks: a check that hangs holds one until it
+#: returns, and nothing can stop it; a Prober runs one check at a time, so the rest is for checks that hang
+#: and for probes from several threads at once
+_CHECK_THREADS = 8
+#: threads (process-wide, reused) that look up the hosts of probes' endpoints, one lookup per host at a time:
+#: a lookup the resolver does not answer holds one until the resolver gives up (seconds to minutes)
+_RESOLVE_THREADS = 4
+_CHECKS = Pool("rated-probe-worker", _CHECK_THREADS)
+_RESOLVERS = Pool("rated-probe-resolve", _RESOLVE_THREADS)
 
 
 @dataclass(frozen=True)
@@ -114,6 +129,7 @@ def probe(
     *,
     stop: threading.Event | None = None,
     rng: random.Random | None = None,
+    timeout: float = 5.0,
 ) -> list[ProbeResult]:
     """One round: check up to ``budget`` suspected tools, one after another, and record each result.
 
@@ -121,8 +137,16 @@ def probe(
     drawn from its top ``SPREAD x budget``, rank ``i`` (from 0) weighted ``1 / (i + 1)``: replicas sharing
     a store then mostly check different tools. Once ``stop`` is set no further check starts, and the answer of
     the check in flight is not recorded: whoever stopped the round may close the store next (a service
-    shutting down)."""
-    return _round(retriever, check, budget, rng, _Gate(stop))
+    shutting down).
+
+    Each check is over within ``timeout`` seconds in all (at most ``MAX_TIMEOUT``), name resolution
+    included, as in ``aprobe``: a resolver that has not answered for the host of the tool's http(s)
+    ``endpoint`` by the deadline records nothing (this host's failure, a warning once per host); a check
+    that has not returned is ``timeout``. Nothing can stop a check that hangs, so checks run in a few
+    reused daemon threads (``_run_check``), not the caller's: one that hangs holds its thread until it
+    returns, and its answer is dropped. Give a check with a timeout of its own a ``timeout`` at least as
+    long (``http_check``, ``mcp_check`` and ``default_check`` with one no longer run as they are)."""
+    return _round(retriever, check, budget, rng, _Gate(stop), _timeout(timeout))
 
 
 class _Gate:
@@ -159,7 +183,12 @@ class _Gate:
 
 
 def _round(
-    retriever: Retriever, check: Check, budget: int, rng: random.Random | None, gate: _Gate
+    retriever: Retriever,
+    check: Check,
+    budget: int,
+    rng: random.Random | None,
+    gate: _Gate,
+    timeout: float,
 ) -> list[ProbeResult]:
     if gate.stop.is_set():
         return []
@@ -169,7 +198,7 @@ def _round(
             break
         failed: Exception | None = None
         try:
-            answer = check(tool)
+            answer = _run_check(check, tool, timeout)
         except Exception as exc:  # the check failing is the answer: classified like a tool call's error
             answer, failed = None, exc
         finally:
@@ -180,6 +209,56 @@ def _round(
         outcome = outcome_from_exception(failed) if failed is not None else _outcome(answer)
         results.append(_record(retriever, tool_id, outcome))
     return results
+
+
+def _run_check(check: Check, tool: Tool, timeout: float) -> Any:
+    """``check(tool)``'s answer within ``timeout`` seconds in all (what it raises is raised), name
+    resolution included: the host of the tool's http(s) endpoint is looked up first (``_resolved``), and a
+    resolver that has not answered by the deadline is this host's failure (None, a warning once per host);
+    a check that has not returned is ``timeout``.
+
+    The check runs in one of ``_CHECK_THREADS`` reused daemon threads (``_CHECKS``), so that a check that
+    hangs holds one of them until it returns rather than the round (and a prober's thread: no round would
+    run again), or one more thread at each round. A check of the same tool by the same check still running
+    from an earlier round is waited for rather than started again: a tool whose check hangs holds one
+    thread, and is a ``timeout`` at each round until its check returns (an answer within the round's
+    deadline is recorded). A check that finds no thread free by its deadline (each holding a check that
+    hangs, or probes from many threads at once) records nothing, with a warning once. A check of this
+    module keeping to a timeout no longer than ``timeout`` by itself (``_OwnDeadline``) is called as it
+    is."""
+    if isinstance(check, _OwnDeadline) and check.timeout <= timeout:
+        return check(tool)
+    deadline = time.monotonic() + timeout
+    url = _bare_url(tool.endpoint)
+    if url is not None and not _resolved(url, deadline):
+        _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
+        return None
+    job = _CHECKS.run(_check_key(check, tool), lambda: check(tool))
+    try:
+        if job.wait(deadline):
+            return job.result()
+    finally:
+        _CHECKS.leave(job)
+    if job.started.is_set():
+        return Outcome(OutcomeKind.TIMEOUT)
+    _warn_once(
+        "no thread free",
+        f"probes record nothing while all {_CHECKS.size} threads that run checks are busy (checks that hang "
+        "past their timeout, or probes from many threads at once): no thread free",
+    )
+    return None
+
+
+def _check_key(check: Check, tool: Tool) -> Hashable:
+    """What makes two checks the same question: the check (by identity when it cannot be hashed: the job
+    holds it while it runs, so the id stays its own) and the tool's id and endpoint."""
+    who: Hashable
+    try:
+        hash(check)
+        who = check
+    except TypeError:
+        who = id(check)
+    return (who, tool.id, tool.endpoint)
 
 
 async def aprobe(
@@ -373,7 +452,19 @@ def http_check(
         hang_up = _HangUp()
         return _bounded(timeout, target, lambda left: ask(target, left, hang_up), hang_up)
 
-    return check
+    return _OwnDeadline(check, timeout)
+
+
+class _OwnDeadline:
+    """A check of this module, which keeps to ``timeout`` in all by itself (``_bounded``: name resolution
+    included, its connections shut down at the deadline): ``probe`` calls it as it is when that fits in the
+    round's timeout, rather than in a thread of ``_CHECKS`` with a deadline of the round's."""
+
+    def __init__(self, check: Check, timeout: float) -> None:
+        self.check, self.timeout = check, timeout
+
+    def __call__(self, tool: Tool) -> Outcome | None:
+        return self.check(tool)
 
 
 class _HangUp:
@@ -425,17 +516,18 @@ def _bounded(
     hang_up: Callable[[], None] | None = None,
 ) -> Outcome | None:
     """``ask(left)`` (``left()``: the seconds left, for its own timeouts) over within ``timeout`` seconds in
-    all, name resolution included: in a daemon thread, so that nothing it blocks on holds the check longer
-    (a resolver that does not answer, which no client timeout covers; a server that drips its answer, each
-    read resetting the read timeout; redirects, each with timeouts of its own). The host of ``url`` is
-    resolved first, unless a proxy is set for it (the proxy resolves it): a resolver that has not answered
-    by the deadline is this host's failure (``None``, recorded as nothing, a warning once per host, like
-    ``_not_the_tools``), a server that has not is ``timeout``. ``hang_up`` is called then (in the
-    caller's thread) to end what the thread waits on (``_HangUp``: the check's connections); the thread
-    left behind ends with it, or else with its own timeouts (the MCP ping's deadline), and its answer is
-    dropped."""
+    all, name resolution included. The host of ``url`` is looked up first (``_resolved``: in a few shared
+    threads, unless a proxy is set for it): a resolver that has not answered by the deadline is this host's
+    failure (``None``, recorded as nothing, a warning once per host, like ``_not_the_tools``). Then ``ask``
+    runs in a daemon thread, so that nothing it blocks on holds the check longer (a server that drips its
+    answer, each read resetting the read timeout; redirects, each with timeouts of its own): one that has
+    not answered by the deadline is ``timeout``, and ``hang_up`` is called then (in the caller's thread) to
+    end what the thread waits on (``_HangUp``: the check's connections); the thread ends with it, or else
+    with its own timeouts (the MCP ping's deadline), and its answer is dropped."""
     deadline = time.monotonic() + timeout
-    resolved = threading.Event()
+    if not _resolved(url, deadline):
+        _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
+        return None
     done = threading.Event()
     answer: list[tuple[bool, Any]] = []
 
@@ -444,8 +536,6 @@ def _bounded(
 
     def run() -> None:
         try:
-            _resolve(url)
-            resolved.set()
             answer.append((True, ask(left)))
         except BaseException as exc:  # raised again in the caller's thread, which classifies it
             answer.append((False, exc))
@@ -456,9 +546,6 @@ def _bounded(
     if not done.wait(max(deadline - time.monotonic(), 0.0)):
         if hang_up is not None:
             hang_up()
-        if not resolved.is_set():
-            _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
-            return None
         return Outcome(OutcomeKind.TIMEOUT)
     ok, value = answer[0]
     if not ok:
@@ -485,8 +572,13 @@ async def _abounded(timeout: float, url: str | None, pending: Awaitable[Any]) ->
 
 
 async def _aresolve(url: str) -> None:
-    """``_resolve`` in a daemon thread of its own, awaited: a resolver that does not answer holds no worker
-    of the loop's executor, nor the loop's closing (``asyncio.run`` waits for those threads)."""
+    """``_resolved`` on an event loop, awaited until the lookup ends (the caller's deadline cancels the
+    wait): the lookup runs in ``_RESOLVERS``, shared with the sync checks, and tells the loop when it ends,
+    so a resolver that does not answer holds no worker of the loop's executor, nor the loop's closing
+    (``asyncio.run`` waits for those threads)."""
+    name = _lookup_name(url)
+    if name is None:
+        return
     loop = asyncio.get_running_loop()
     done = loop.create_future()
 
@@ -494,15 +586,16 @@ async def _aresolve(url: str) -> None:
         if not done.done():  # cancelled at the deadline
             done.set_result(None)
 
-    def run() -> None:
-        try:
-            _resolve(url)
-        finally:
-            with contextlib.suppress(RuntimeError):  # the loop has closed since
-                loop.call_soon_threadsafe(settle)
+    def wake() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed since
+            loop.call_soon_threadsafe(settle)
 
-    threading.Thread(target=run, name="rated-probe-resolve", daemon=True).start()
-    await done
+    job = _RESOLVERS.run(name, lambda: _lookup(*name))
+    try:
+        job.on_done(wake)
+        await done
+    finally:
+        _RESOLVERS.leave(job)
 
 
 def _drop(pending: Awaitable[Any]) -> None:
@@ -514,16 +607,47 @@ def _drop(pending: Awaitable[Any]) -> None:
         pending.cancel()
 
 
-def _resolve(url: str) -> None:
-    """Resolve the host of ``url`` as a connection to it does (the addresses are not used: the request
-    resolves it again, from the system's cache where it has one), unless a proxy is set for it. A failure
-    is left for the request to meet, which classifies it as before."""
-    # ValueError: a port out of range, a name IDNA refuses (UnicodeError)
-    with contextlib.suppress(OSError, ValueError):
+def _resolved(url: str, deadline: float) -> bool:
+    """Whether the system's resolver has answered for the host of ``url`` by ``deadline``
+    (``time.monotonic()`` seconds), or there is nothing to look up (``_lookup_name``). The lookup runs in
+    one of ``_RESOLVE_THREADS`` shared, reused daemon threads (``_RESOLVERS``), one lookup per host at a
+    time: a lookup the resolver does not answer holds its thread until the resolver gives up (seconds to
+    minutes; nothing can stop ``getaddrinfo``), so names it does not answer hold a few threads, not one
+    more at each check. A check of a host being looked up waits for that lookup; one that finds every
+    thread waiting on the resolver gets no answer by its deadline (this host's resolver is not answering)."""
+    name = _lookup_name(url)
+    if name is None:
+        return True
+    job = _RESOLVERS.run(name, lambda: _lookup(*name))
+    try:
+        return job.wait(deadline)
+    finally:
+        _RESOLVERS.leave(job)
+
+
+def _lookup_name(url: str) -> tuple[str, int] | None:
+    """The host and port of ``url`` a connection to it looks up, or None: no host, an address (nothing to
+    look up), an invalid port, or a proxy set for the host (the proxy looks it up)."""
+    try:
         parts = urlsplit(url)
         host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
-        if host and not _proxied(parts.scheme, host):
-            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except ValueError:  # a port out of range
+        return None
+    if not host or _proxied(parts.scheme, host):
+        return None
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host, port
+    return None
+
+
+def _lookup(host: str, port: int) -> None:
+    """Look ``host`` up as a connection to it does (the addresses are not used: the request looks it up
+    again, from the system's cache where it has one). A failure is left for the request to meet, which
+    classifies it as before."""
+    with contextlib.suppress(OSError, ValueError):  # ValueError: a name IDNA refuses (UnicodeError)
+        socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
 
 
 def _proxied(scheme: str, host: str) -> bool:
@@ -592,6 +716,13 @@ def _unchecked(url: str, why: str) -> None:
         log.warning("probes of tools at %s record nothing: %s", host, why)
 
 
+def _warn_once(key: str, message: str) -> None:
+    """Log ``message`` once in this process (for a condition of no host in particular)."""
+    if ("", key) not in _warned:
+        _warned.add(("", key))
+        log.warning("%s", message)
+
+
 def _http_url(value: object) -> str | None:
     """``value`` when it is an absolute http(s) URL with a host, else None (nothing to send a request to:
     not the tool's failure)."""
@@ -636,7 +767,7 @@ def mcp_check(timeout: float = 5.0) -> Check:
 
         return ping(target, timeout)
 
-    return check
+    return _OwnDeadline(check, timeout)
 
 
 def _mcp_sdk_problem() -> str | None:
@@ -674,7 +805,7 @@ def default_check(timeout: float = 5.0) -> Check:
             return mcp(tool)
         return http(tool)
 
-    return check
+    return _OwnDeadline(check, _timeout(timeout))
 
 
 class Prober:
@@ -696,14 +827,16 @@ class Prober:
         on_round: Callable[[list[ProbeResult]], None] | None = None,
         jitter: float = 0.2,
         seed: int | None = None,
+        timeout: float = 5.0,
     ):
         """``retriever``: the one to probe, or a function giving it at each round (a service's current
         retriever, reopened after a rebuild); ``every``: ``MIN_EVERY`` to ``MAX_EVERY`` seconds, each
         wait drawn uniformly within ``jitter`` of it (0 to ``MAX_JITTER``: 0.2 is 80% to 120%);
         ``on_round`` sees each round's results (metrics). ``seed`` fixes the waits and the choice of
         targets (``probe`` with ``rng``); None draws fresh entropy at each ``start``, so that replicas,
-        even processes forked from one parent, differ."""
-        self.every, self.budget = _interval(every), _budget(budget)
+        even processes forked from one parent, differ. ``timeout``: each check's, as ``probe`` keeps to it
+        (a check that hangs is a ``timeout``, and the next round runs on time)."""
+        self.every, self.budget, self.timeout = _interval(every), _budget(budget), _timeout(timeout)
         if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or not 0 <= jitter <= MAX_JITTER:
             raise ConfigError(f"the probe jitter must be 0 to {MAX_JITTER:g}, got {shown(jitter)}")
         self.retriever, self.check, self.jitter, self.seed = retriever, check, float(jitter), seed
@@ -730,9 +863,9 @@ class Prober:
 
     def stop(self, timeout: float | None = None, *, wait_check: bool = True) -> bool:
         """Stop after the check in flight (the round's other targets are not checked), waiting up to
-        ``timeout`` seconds (None: until it ends; a check runs up to its own timeout). True when the thread
-        has ended, False if a check still runs (the daemon thread then ends with it, recording nothing
-        more: not even that check's answer).
+        ``timeout`` seconds (None: until it ends; a check is waited for up to the prober's ``timeout``).
+        True when the thread has ended, False if a check still runs (the daemon thread then ends once it
+        returns or its timeout is up, recording nothing more: not even that check's answer).
 
         ``wait_check=False`` waits for no check in flight, only while the thread reads or writes the store
         (its round's targets, an answer being recorded): True once it has ended or is inside a check, whose
@@ -767,7 +900,7 @@ class Prober:
         try:
             # a function giving the retriever (a service's current one) is asked each round
             target = self.retriever() if callable(self.retriever) else self.retriever
-            self.last = _round(target, self.check, self.budget, self._rng, self._gate)
+            self.last = _round(target, self.check, self.budget, self._rng, self._gate, self.timeout)
             if self.on_round is not None:
                 self.on_round(self.last)
         except RatedError as exc:

@@ -32,7 +32,12 @@ def start_prober(
     check = default_check(timeout=settings.probe_timeout)
     _load_mcp_sdk()
     return Prober(
-        current, check, every=settings.probe_every, budget=settings.probe_budget, on_round=on_round
+        current,
+        check,
+        every=settings.probe_every,
+        budget=settings.probe_budget,
+        on_round=on_round,
+        timeout=settings.probe_timeout,  # the check's own: it runs as it is, in the prober's thread
     ).start()
 
 
