@@ -19,11 +19,14 @@ What the answer means, first rule that applies:
 - no answer within ``timeout``: ``timeout``; a refused or dropped connection, or an internal error the
   server answered: ``tool_error``.
 
-``ping`` keeps to ``timeout`` in all, name resolution included (``rated.probing._bounded``: a resolver
-that does not answer in time is this host's failure, ``None``); a cancelled name lookup held the SDK's
-event loop from closing until the resolver gave up. Its thread ends at the deadline too, its connections
-closed: ``aping``'s ``fail_after`` cancels the session however slowly a server drips its answer (each
-byte resets the HTTP client's read timeout, which alone would hold it for minutes, or for ever).
+``ping`` and ``aping`` keep to ``timeout`` in all, name resolution included: the server's host is looked
+up first, in the probes' shared lookup threads (``rated.probing._resolved``), and a resolver that has not
+answered by the deadline is this host's failure, ``None``: the server was never asked, and agents reach it
+from hosts of their own. (Left to the SDK, the lookup was cancelled at the deadline and the ping counted as
+the server's ``timeout``, while the lookup held a thread of the event loop's executor, and ``ping``'s
+loop from closing, until the resolver gave up.) ``ping``'s thread ends at the deadline too, its
+connections closed: the ping's ``fail_after`` cancels the session however slowly a server drips its answer
+(each byte resets the HTTP client's read timeout, which alone would hold it for minutes, or for ever).
 
 The SDK's client is imported before the deadline starts: half a second or more on a busy host, which
 counted against it made the first probe of each process (each ``rated serve`` worker) a ``timeout``. It
@@ -38,13 +41,14 @@ no token in it reaches the request log lines of the SDK's HTTP client.
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import AsyncExitStack
 from typing import Any
 from urllib.parse import urlsplit
 
 from rated.classify import outcome_from_exception, outcome_from_status
 from rated.outcome import Outcome, OutcomeKind
-from rated.probing import _bare_url, _bounded, _down, _not_the_tools, _unchecked
+from rated.probing import _bare_url, _bounded, _down, _not_the_tools, _resolved, _unchecked
 
 __all__ = ["aping", "load_sdk", "mcp_url", "ping"]
 
@@ -70,12 +74,16 @@ def ping(url: str, timeout: float) -> Outcome | None:
     except ImportError as exc:
         _unchecked(url, f"the mcp SDK's client does not import: {exc}")
         return None
-    return _bounded(timeout, url, lambda left: anyio.run(aping, url, left()))
+    # _bounded looks the host up first
+    return _bounded(timeout, url, lambda left: anyio.run(_ping, url, left()))
 
 
 async def aping(url: str, timeout: float) -> Outcome | None:
     """The outcome of pinging the MCP server at ``url`` (used as given: see ``mcp_url``) within
-    ``timeout`` seconds; None when nothing can be said of the server (see the module's rules)."""
+    ``timeout`` seconds; None when nothing can be said of the server (see the module's rules). A resolver
+    that has not answered for the server's host within ``timeout`` is one of those: ``None`` (the server
+    was never asked), not ``timeout``, as with ``ping``. The wait for the lookup holds a worker thread of
+    anyio's for up to ``timeout`` seconds; the lookup itself runs in the probes' shared threads."""
     import anyio
 
     try:
@@ -86,6 +94,17 @@ async def aping(url: str, timeout: float) -> Outcome | None:
     except ImportError as exc:
         _unchecked(url, f"the mcp SDK's client does not import: {exc}")
         return None
+    deadline = time.monotonic() + timeout
+    if not await anyio.to_thread.run_sync(_resolved, url, deadline, abandon_on_cancel=True):
+        _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
+        return None
+    return await _ping(url, max(deadline - time.monotonic(), 0.001))
+
+
+async def _ping(url: str, timeout: float) -> Outcome | None:
+    """``aping`` once the SDK is imported and the host looked up."""
+    import anyio
+
     answers: list[Any] = []  # the HTTP responses other than 2xx, in order
 
     async def seen(response: Any) -> None:
