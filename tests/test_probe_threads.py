@@ -144,3 +144,22 @@ def test_a_forked_process_starts_with_an_empty_pool():
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert held.wait(later())
+
+
+def test_a_thread_that_fails_to_start_is_not_counted_nor_its_job_kept(monkeypatch):
+    """``Thread.start`` fails when the process may start no more threads (RuntimeError): the pool must not
+    count a thread that never ran, nor keep a job no thread will take, or once that happened ``size``
+    times (a burst of probes at a thread limit) every later job would be queued for ever."""
+    pool = Pool("test-pool", 1)
+
+    def cannot_start(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(threading.Thread, "start", cannot_start)
+        with pytest.raises(RuntimeError):
+            pool.run("k", lambda: "never")
+    assert pool.threads() == 0
+    job = pool.run("k", lambda: "ran")  # a new job, not the one no thread took
+    assert job.wait(later()) and job.result() == "ran"
+    pool.leave(job)

@@ -111,10 +111,22 @@ class Pool:
                 if self._idle >= len(self._pending):
                     self._cond.notify()
                 elif self._threads < self.size:
-                    self._threads += 1
-                    threading.Thread(target=self._work, name=self.name, daemon=True).start()
+                    self._start(job)
             job._waiters += 1
             return job
+
+    def _start(self, job: Job) -> None:
+        """Start a thread for ``job``, just queued (under the lock). One that fails to start (no more
+        threads in this process) is not counted, and the job is dropped: no caller holds it, and counted it
+        would leave the pool waiting for a thread that never ran, every later job queued for ever."""
+        self._threads += 1
+        try:
+            threading.Thread(target=self._work, name=self.name, daemon=True).start()
+        except BaseException:
+            self._threads -= 1
+            self._pending.remove(job)
+            self._forget(job)
+            raise
 
     def leave(self, job: Job) -> None:
         """A caller of ``run`` waits for ``job`` no more: once none does, a job not started is dropped."""
