@@ -297,6 +297,32 @@ def test_what_a_feedback_racing_the_removal_learned_is_not_the_tool_added_again(
     assert a.store.load_states(["weather.b"])  # the other tools keep what they learned
 
 
+@pytest.mark.parametrize("adder", ["same", "other"])
+@pytest.mark.parametrize("add", ["add_tools", "sync_tools"])
+def test_a_tool_added_to_a_provider_leaves_the_providers_learned_state(tmp_path, clock, adder, add):
+    """A guard: the change that adds a tool drops what is held under its own id only; the provider's
+    shared state (``provider:ACME``), which its other tools' feedback wrote, stays in the store and in
+    every retriever, as a process opening the store sees it."""
+    acme = [Tool(id=f"acme.{n}", name=n, description=f"Weather {n}", provider="acme") for n in "ab"]
+    path = tmp_path / "rated.db"
+    Retriever.from_catalog([acme[0], TOOLS[2]], path, encoder=HashEncoder(64), clock=clock).close()
+    with Retriever.open(path, clock=clock) as a, Retriever.open(path, clock=clock) as b:
+        for i in range(3):
+            a.feedback("acme.a", "tool_error", query=f"forecast for town {i}")
+        learned = a.store.load_states(["provider:acme", "acme.a"])
+        assert set(learned) == {"provider:acme", "acme.a"}
+        adding = a if adder == "same" else b
+        if add == "add_tools":
+            adding.add_tools([acme[1]])
+        else:
+            adding.sync_tools([*acme, TOOLS[2]])
+        assert a.store.load_states(["provider:acme", "acme.a"]) == learned
+        with Retriever.open(path, clock=clock) as fresh:
+            for tool_id in ("acme.a", "acme.b"):
+                expected = fresh.health(tool_id).components
+                assert a.health(tool_id).components == expected == b.health(tool_id).components
+
+
 def test_a_rebuilt_index_starts_without_evidence(tmp_path, clock) -> None:
     path = tmp_path / "rated.db"
     with build(path, clock, retired={"false_alarm": 1.0}) as r:
