@@ -122,7 +122,7 @@ class Pool:
         self._threads += 1
         try:
             threading.Thread(target=self._work, name=self.name, daemon=True).start()
-        except BaseException:
+        except RuntimeError:  # not started (an interrupt while start waits for it may come after it did)
             self._threads -= 1
             self._pending.remove(job)
             self._forget(job)
