@@ -27,6 +27,9 @@ the server's ``timeout``, while the lookup held a thread of the event loop's exe
 loop from closing, until the resolver gave up.) ``ping``'s thread ends at the deadline too, its
 connections closed: the ping's ``fail_after`` cancels the session however slowly a server drips its answer
 (each byte resets the HTTP client's read timeout, which alone would hold it for minutes, or for ever).
+A thread of the ping's (the lookup's, ``ping``'s, ``aping``'s worker) that does not start, this process
+starting no more, raises ``rated.probe_threads.NoThread``: this host's failure, which a probe records as
+nothing.
 
 The SDK's client is imported before the deadline starts: half a second or more on a busy host, which
 counted against it made the first probe of each process (each ``rated serve`` worker) a ``timeout``. It
@@ -42,12 +45,14 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
 from urllib.parse import urlsplit
 
 from rated.classify import outcome_from_exception, outcome_from_status
 from rated.outcome import Outcome, OutcomeKind
+from rated.probe_threads import NoThread
 from rated.probing import _bare_url, _bounded, _down, _not_the_tools, _resolved, _unchecked
 
 __all__ = ["aping", "load_sdk", "mcp_url", "ping"]
@@ -84,21 +89,41 @@ async def aping(url: str, timeout: float) -> Outcome | None:
     that has not answered for the server's host within ``timeout`` is one of those: ``None`` (the server
     was never asked), not ``timeout``, as with ``ping``. The wait for the lookup holds a worker thread of
     anyio's for up to ``timeout`` seconds; the lookup itself runs in the probes' shared threads."""
-    import anyio
 
     try:
         if _loaded:  # imported: names looked up in sys.modules
             _sdk()
         else:  # outside the deadline, and off the event loop (half a second or more)
-            await anyio.to_thread.run_sync(load_sdk)
+            await _in_thread(load_sdk)
     except ImportError as exc:
         _unchecked(url, f"the mcp SDK's client does not import: {exc}")
         return None
     deadline = time.monotonic() + timeout
-    if not await anyio.to_thread.run_sync(_resolved, url, deadline, abandon_on_cancel=True):
+    if not await _in_thread(lambda: _resolved(url, deadline), abandon_on_cancel=True):
         _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
         return None
     return await _ping(url, max(deadline - time.monotonic(), 0.001))
+
+
+async def _in_thread(fn: Callable[[], Any], *, abandon_on_cancel: bool = False) -> Any:
+    """``fn()`` in a worker thread of anyio's (``anyio.to_thread.run_sync``); ``NoThread`` when the thread
+    does not start (this process may start no more): this host's failure, which a probe records as
+    nothing, where a ``RuntimeError`` would be the server's ``tool_error``."""
+    import anyio
+
+    ran = False
+
+    def call() -> Any:
+        nonlocal ran
+        ran = True
+        return fn()
+
+    try:
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=abandon_on_cancel)
+    except RuntimeError as exc:
+        if ran or isinstance(exc, NoThread):  # fn's own error
+            raise
+        raise NoThread(str(exc)) from exc
 
 
 async def _ping(url: str, timeout: float) -> Outcome | None:

@@ -29,9 +29,23 @@ import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
-__all__ = ["Job", "Pool"]
+__all__ = ["Job", "NoThread", "Pool", "start"]
 
 log = logging.getLogger(__name__)
+
+
+class NoThread(RuntimeError):
+    """A thread of rated's probes did not start: this process may start no more (``Thread.start`` raised
+    ``RuntimeError``). The probing host's failure, not the tool's: a probe meeting it records nothing. Its
+    own class, so that a ``RuntimeError`` a user's check raises itself is still that check's answer."""
+
+
+def start(thread: threading.Thread) -> None:
+    """``thread.start()``, ``NoThread`` when it did not start."""
+    try:
+        thread.start()
+    except RuntimeError as exc:
+        raise NoThread(str(exc)) from exc
 
 
 class Job:
@@ -100,7 +114,8 @@ class Pool:
     def run(self, key: Hashable | None, fn: Callable[[], Any]) -> Job:
         """The job doing ``fn()``: the one queued or running under ``key`` if any (None: never shared),
         else a new one, handed to an idle thread, a new thread, or queued while all ``size`` are busy. The
-        caller waits for it as long as it likes, then calls ``leave``."""
+        caller waits for it as long as it likes, then calls ``leave``. ``NoThread`` when the new thread it
+        needs does not start."""
         with self._cond:
             job = self._keyed.get(key) if key is not None else None
             if job is None:
@@ -118,11 +133,12 @@ class Pool:
     def _start(self, job: Job) -> None:
         """Start a thread for ``job``, just queued (under the lock). One that fails to start (no more
         threads in this process) is not counted, and the job is dropped: no caller holds it, and counted it
-        would leave the pool waiting for a thread that never ran, every later job queued for ever."""
+        would leave the pool waiting for a thread that never ran, every later job queued for ever. Raises
+        ``NoThread``."""
         self._threads += 1
         try:
-            threading.Thread(target=self._work, name=self.name, daemon=True).start()
-        except RuntimeError:  # not started (an interrupt while start waits for it may come after it did)
+            start(threading.Thread(target=self._work, name=self.name, daemon=True))
+        except NoThread:  # not started (an interrupt while start waits for it may come after it did)
             self._threads -= 1
             self._pending.remove(job)
             self._forget(job)

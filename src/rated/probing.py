@@ -52,7 +52,7 @@ from rated.catalog.schema import Tool
 from rated.classify import outcome_from_exception, outcome_from_status
 from rated.errors import ConfigError, RatedError, UnknownToolError
 from rated.outcome import Outcome, OutcomeKind
-from rated.probe_threads import Pool
+from rated.probe_threads import NoThread, Pool, start
 from rated.shown import shown
 
 if TYPE_CHECKING:
@@ -145,7 +145,9 @@ def probe(
     that has not returned is ``timeout``. Nothing can stop a check that hangs, so checks run in a few
     reused daemon threads (``_run_check``), not the caller's: one that hangs holds its thread until it
     returns, and its answer is dropped. Give a check with a timeout of its own a ``timeout`` at least as
-    long (``http_check``, ``mcp_check`` and ``default_check`` with one no longer run as they are)."""
+    long (``http_check``, ``mcp_check`` and ``default_check`` with one no longer run as they are). A
+    probe for which rated cannot start a thread (the process's limit: ``NoThread``) records nothing, with a
+    warning once, as in ``aprobe``: the probing host's failure, not the tool's."""
     return _round(retriever, check, budget, rng, _Gate(stop), _timeout(timeout))
 
 
@@ -199,6 +201,9 @@ def _round(
         failed: Exception | None = None
         try:
             answer = _run_check(check, tool, timeout)
+        except NoThread as exc:  # this host's failure, not the tool's
+            answer = None
+            _no_thread(exc)
         except Exception as exc:  # the check failing is the answer: classified like a tool call's error
             answer, failed = None, exc
         finally:
@@ -223,9 +228,10 @@ def _run_check(check: Check, tool: Tool, timeout: float) -> Any:
     from an earlier round is waited for rather than started again: a tool whose check hangs holds one
     thread, and is a ``timeout`` at each round until its check returns (an answer within the round's
     deadline is recorded). A check that finds no thread free by its deadline (each holding a check that
-    hangs, or probes from many threads at once) records nothing, with a warning once. A check of this
-    module keeping to a timeout no longer than ``timeout`` by itself (``_OwnDeadline``) is called as it
-    is."""
+    hangs, or probes from many threads at once) records nothing, with a warning once. A thread of rated's
+    that does not start (here, or in a check of this module) raises ``NoThread``, which the round records as
+    nothing (``_no_thread``). A check of this module keeping to a timeout no longer than ``timeout`` by
+    itself (``_OwnDeadline``) is called as it is."""
     if isinstance(check, _OwnDeadline) and check.timeout <= timeout:
         return check(tool)
     deadline = time.monotonic() + timeout
@@ -247,6 +253,16 @@ def _run_check(check: Check, tool: Tool, timeout: float) -> Any:
         "past their timeout, or probes from many threads at once): no thread free",
     )
     return None
+
+
+def _no_thread(exc: NoThread) -> None:
+    """What a probe that met ``exc`` (a thread of rated's that did not start: this process may start no
+    more) records: nothing, with a warning once. A thread limit of the probing host says nothing of the
+    tool, and every tool probed meanwhile would be demoted."""
+    _warn_once(
+        "no thread started",
+        f"probes record nothing while this process can start no more threads: {exc}",
+    )
 
 
 def _check_key(check: Check, tool: Tool) -> Hashable:
@@ -290,6 +306,9 @@ async def aprobe(
                 answer = await _abounded(timeout, _bare_url(tool.endpoint), pending)
             else:
                 answer = _NOT_AWAITED
+        except NoThread as exc:
+            _no_thread(exc)
+            return None
         except Exception as exc:
             return outcome_from_exception(exc)
         if answer is _NOT_AWAITED:
@@ -523,7 +542,8 @@ def _bounded(
     answer, each read resetting the read timeout; redirects, each with timeouts of its own): one that has
     not answered by the deadline is ``timeout``, and ``hang_up`` is called then (in the caller's thread) to
     end what the thread waits on (``_HangUp``: the check's connections); the thread ends with it, or else
-    with its own timeouts (the MCP ping's deadline), and its answer is dropped."""
+    with its own timeouts (the MCP ping's deadline), and its answer is dropped. ``NoThread`` when the
+    lookup's thread or ``ask``'s does not start."""
     deadline = time.monotonic() + timeout
     if not _resolved(url, deadline):
         _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
@@ -542,7 +562,7 @@ def _bounded(
         finally:
             done.set()
 
-    threading.Thread(target=run, name="rated-probe-check", daemon=True).start()
+    start(threading.Thread(target=run, name="rated-probe-check", daemon=True))
     if not done.wait(max(deadline - time.monotonic(), 0.0)):
         if hang_up is not None:
             hang_up()
@@ -557,7 +577,8 @@ async def _abounded(timeout: float, url: str | None, pending: Awaitable[Any]) ->
     """``_bounded`` on an event loop: what ``pending`` (a check under way) gives, within ``timeout`` seconds
     in all. The host of ``url`` (None: nothing to resolve) is resolved first (``_aresolve``): a resolver
     that has not answered by the deadline is this host's failure (``None``, a warning once per host, the
-    check dropped unawaited); a check that has not raises ``TimeoutError`` (classified ``timeout``)."""
+    check dropped unawaited); a check that has not raises ``TimeoutError`` (classified ``timeout``). A
+    lookup that does not start (``NoThread``) or is cancelled drops the check too, and raises."""
     deadline = asyncio.get_running_loop().time() + timeout
     if url is not None:
         try:
@@ -567,6 +588,9 @@ async def _abounded(timeout: float, url: str | None, pending: Awaitable[Any]) ->
             _drop(pending)
             _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
             return None
+        except BaseException:
+            _drop(pending)
+            raise
     async with asyncio.timeout_at(deadline):
         return await pending
 
