@@ -20,7 +20,7 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from rated.cli.output import console, print_json
+from rated.cli.output import console, n_tools, print_json
 from rated.errors import ConfigError
 
 __all__ = ["register"]
@@ -197,7 +197,8 @@ def _mcp(args: argparse.Namespace) -> int:
         for warning in s.warnings:
             console.print(f"[yellow]warning[/] {escape(s.name)}: {escape(warning)}")
     shown_out = escape(str(out))
-    console.print(f"{len(tools)} tools -> [bold]{shown_out}[/] (index it: rated index {shown_out} --db DB)")
+    summary = f"{n_tools(len(tools))} -> [bold]{shown_out}[/]"
+    console.print(f"{summary} (index it: rated index {shown_out} --db DB)")
     return 0
 
 
