@@ -506,10 +506,14 @@ class Toolbox:
             raise UnknownToolError(tool_id)  # type: ignore[arg-type]
         name, obj, kind = entry.tool.id, entry.obj, entry.kind
         if kind in _NOT_CALLABLE:
-            what = "an MCP tool" if kind == "mcp" else "a tool definition"
+            what, how = (
+                ("an MCP tool", "your client (an MCP session's call_tool)")
+                if kind == "mcp"
+                else ("a tool definition", "the client or code that runs it")
+            )
             raise ConfigError(
-                f"tool {name!r} is {what}, not a callable: call it through your client (an MCP "
-                f"session's call_tool) inside toolbox.retriever.track({name!r}, query)"
+                f"tool {name!r} is {what}, not a callable: call it through {how} "
+                f"inside toolbox.retriever.track({name!r}, query)"
             )
         if not awaited and kind == "python" and _is_async(obj):
             raise ConfigError(f"tool {name!r} is a coroutine function: use Toolbox.arun")
