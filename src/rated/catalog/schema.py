@@ -8,9 +8,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["Auth", "AuthType", "Provenance", "Tool"]
+from rated.shown import shown
+
+__all__ = ["PROVIDER_PREFIX", "Auth", "AuthType", "Provenance", "Tool"]
 
 MAX_ID_LENGTH = 512
+#: what the state key of a provider's shared component starts with (``provider:NAME``, in the policy and
+#: the store; ``rated.policy.rated.PROVIDER_PREFIX``): no tool id may, or that tool would share provider
+#: NAME's state, and adding it would drop that state
+PROVIDER_PREFIX = "provider:"
 
 
 class AuthType(StrEnum):
@@ -45,7 +51,8 @@ class Provenance(BaseModel):
 class Tool(BaseModel):
     """One callable tool.
 
-    ``id`` is stable and unique within a catalog. ``provider`` groups tools that fail together (same API
+    ``id`` is stable and unique within a catalog, and does not start with ``provider:`` (``PROVIDER_PREFIX``:
+    reserved for providers' shared state). ``provider`` groups tools that fail together (same API
     host, credential or MCP server); ``group`` links near-duplicate listings of one integration across
     platforms, so that training never uses one as a negative for the other.
     """
@@ -80,6 +87,19 @@ class Tool(BaseModel):
         # isprintable() (C, no control character can pass it) first: every stored tool is checked on open
         if not value.isprintable() and any(unicodedata.category(c) == "Cc" for c in value):
             raise ValueError("must not contain control characters (tab, newline, ...)")
+        return value
+
+    @field_validator("id")
+    @classmethod
+    def _not_a_provider_key(cls, value: str) -> str:
+        # the policy and the store key a tool's state by its id: this one would be a provider's
+        if value.startswith(PROVIDER_PREFIX):
+            provider = shown(value.removeprefix(PROVIDER_PREFIX))
+            raise ValueError(
+                f"{shown(value)} starts with {PROVIDER_PREFIX!r}, which is reserved: rated keeps the state "
+                f"shared by the tools of provider {provider} under that key; choose another id (or, for "
+                "ids made as SOURCE:NAME, another source name)"
+            )
         return value
 
     @field_validator("tags", mode="before")
