@@ -89,7 +89,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _announce(settings: Settings, retriever: Retriever) -> None:
-    from rated.cli.output import err_console
+    from rated.cli.output import err_console, n_tools
     from rated.retriever_setup import describe_db
 
     if settings.api_key is None and not _loopback(settings.host):
@@ -100,7 +100,7 @@ def _announce(settings: Settings, retriever: Retriever) -> None:
         )
     workers = f" with {settings.workers} worker processes" if settings.workers > 1 else ""
     err_console.print(  # uvicorn says when the port is bound ("Uvicorn running on ...")
-        f"rated: {len(retriever)} tools from {describe_db(retriever.store)}; starting{workers} on "
+        f"rated: {n_tools(len(retriever))} from {describe_db(retriever.store)}; starting{workers} on "
         f"http://{_address(settings.host, settings.port)} (docs at /docs)"
     )
 
