@@ -17,7 +17,6 @@ from pydantic import ValidationError
 from rated import Tool
 from rated.catalog import load_catalog, schema
 from rated.catalog.objects import tools_from_objects
-from rated.catalog.schema import PROVIDER_PREFIX
 from rated.encode.testing import HashEncoder
 from rated.errors import CatalogError, IndexFormatError
 from rated.retriever import Retriever
@@ -28,12 +27,6 @@ RESERVED = "reserved"  # what each refusal's reason says
 
 def problems(exc: pytest.ExceptionInfo[CatalogError]) -> list[tuple[str, str, str]]:
     return [(p.location, p.field, p.reason) for p in exc.value.problems]
-
-
-def test_the_prefix_is_the_policys() -> None:
-    from rated.policy.rated import PROVIDER_PREFIX as policy_prefix
-
-    assert PROVIDER_PREFIX == policy_prefix
 
 
 @pytest.mark.parametrize("tool_id", ["provider:acme", "  provider:acme", "provider:", "provider:a:b"])

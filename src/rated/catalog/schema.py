@@ -14,7 +14,7 @@ __all__ = ["PROVIDER_PREFIX", "Auth", "AuthType", "Provenance", "Tool"]
 
 MAX_ID_LENGTH = 512
 #: what the state key of a provider's shared component starts with (``provider:NAME``, in the policy and
-#: the store; ``rated.policy.rated.PROVIDER_PREFIX``): no tool id may, or that tool would share provider
+#: the store; ``rated.policy.rated`` takes it from here): no tool id may, or that tool would share provider
 #: NAME's state, and adding it would drop that state
 PROVIDER_PREFIX = "provider:"
 

@@ -59,6 +59,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from rated.catalog.schema import PROVIDER_PREFIX  # state key prefix of a provider's shared component
 from rated.errors import ConfigError
 from rated.outcome import OutcomeKind
 from rated.policy._rows import KeyedRows
@@ -66,7 +67,6 @@ from rated.policy.base import BasePolicy, Candidates, Feedback, State
 
 __all__ = ["FIELDS", "PROVIDER_PREFIX", "RatedPolicy"]
 
-PROVIDER_PREFIX = "provider:"  # state key of a provider's shared component
 #: scalar fields of a state row (tools and providers share the layout); ``beta`` is stored minus
 #: ``down_prior`` and ``rate`` is 1 / the belief's current half-life.
 FIELDS = (
