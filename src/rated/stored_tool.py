@@ -15,7 +15,7 @@ time its ``Tool`` is read, then keeps the ``Tool`` and drops the text. A damaged
 >>> StoredTool("x", '{"id": "x"}', "demo.db").tool  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-rated.errors.IndexFormatError: demo.db: stored record of tool 'x' is invalid: 1 validation error for Tool...
+rated.errors.IndexFormatError: demo.db: stored record of tool 'x' is invalid: name: Field required
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from rated.catalog.schema import Tool
 from rated.errors import IndexFormatError
+from rated.shown import clipped
 
 __all__ = ["StoredTool", "parse_record", "record_digest"]
 
@@ -44,10 +45,24 @@ def parse_record(record: str, tool_id: str, where: str = "store") -> Tool:
     try:
         tool = Tool.model_validate_json(record)
     except ValidationError as exc:
-        raise IndexFormatError(f"{where}: stored record of tool {tool_id!r} is invalid: {exc}") from None
+        raise IndexFormatError(
+            f"{where}: stored record of tool {tool_id!r} is invalid: {_problems(exc)}"
+        ) from None
     if tool.id != tool_id:
         raise IndexFormatError(f"{where}: stored record of tool {tool_id!r} holds the id {tool.id!r}")
     return tool
+
+
+def _problems(exc: ValidationError) -> str:
+    """Each problem as ``field: reason``, on one line: the CLI prints the message as its one error line,
+    so neither pydantic's multi-line layout nor its documentation link (a reader's question is which
+    tool and which field) belongs in it."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        field = ".".join(clipped(str(part)) for part in err["loc"])  # a stored key may be of any size
+        reason = str(err["msg"]).removeprefix("Value error, ")
+        problems.append(f"{field}: {reason}" if field else reason)
+    return "; ".join(problems)
 
 
 class StoredTool:

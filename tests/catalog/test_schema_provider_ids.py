@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from old_provider_db import index_before_the_rule
 from rated import Tool
-from rated.catalog import load_catalog, schema
+from rated.catalog import load_catalog
 from rated.catalog.objects import tools_from_objects
 from rated.encode.testing import HashEncoder
 from rated.errors import CatalogError, IndexFormatError
@@ -117,15 +118,7 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, st
 @pytest.fixture
 def old_db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A database indexed before such ids were refused: ``provider:acme`` and ``b``, both of provider acme."""
-    db = tmp_path / "old.db"
-    with monkeypatch.context() as before:
-        before.setattr(schema, "PROVIDER_PREFIX", "\x00")  # no id starts with it: the check is off
-        tools = [
-            Tool(id="provider:acme", name="acme_search", description="search", provider="acme"),
-            Tool(id="b", name="weather", description="weather forecast", provider="acme"),
-        ]
-        Retriever.from_catalog(tools, db, encoder=HashEncoder(32)).close()
-    return db
+    return index_before_the_rule(tmp_path / "old.db", monkeypatch)
 
 
 def test_a_stored_one_fails_clearly_when_read(old_db: Path) -> None:
