@@ -687,7 +687,9 @@ class Retriever:
     def remove_tools(self, tool_ids: Iterable[str]) -> list[str]:
         """Drop tools (and their learned state); ``UnknownToolError`` if one is not indexed, ``LastToolError``
         (a ``ConfigError``) if none would remain, and nothing is removed then. Returns the ids removed, as
-        the catalog spells them (an id is found in either Unicode normal form, as ``feedback`` finds it)."""
+        the catalog spells them (an id is found in either Unicode normal form, as ``feedback`` finds it).
+        By id: the records of the tools removed are not read, so a tool whose stored record no longer
+        validates (a rule added since it was indexed) can be removed."""
         if not isinstance(tool_ids, (str, Iterable)):
             raise ConfigError(
                 f"remove_tools takes a tool id or a list of them, got {type(tool_ids).__name__}"
@@ -700,17 +702,34 @@ class Retriever:
             ids = list(dict.fromkeys(self._known_id(i) for i in given))
             if len(ids) >= len(self._by_id):
                 raise LastToolError("cannot remove every tool: an index needs at least one")
-            index = self._search_index()
-            had_graph = index.dense.kind == "hnsw"
+            # an index not built yet is built from the tools that stay, below: building it first would parse
+            # every record, and a tool whose record no longer validates could not be removed (the repair)
+            index = self._index
+            had_graph = dense_kind(setup.semantic_config(self._meta.semantic), len(self._ids)) == "hnsw"
             version = self._store.delete_tools(ids, keep_one=True)  # re-checked inside the change
-            self._change_index(index.remove, ids)
+            if index is not None:
+                self._change_index(index.remove, ids)
+            else:
+                self._unindexed = self._unindexed_without(ids)
             self._forget_states(ids)
             self._states_stale = True  # reload the remaining states into a fresh copy at the next refresh:
             # what the policy learned from these tools beyond their states goes with them (_load_states)
-            self._set_pool(index.tools, self._prior_by_id)
+            self._set_pool(index.tools if index is not None else self._unindexed[0], self._prior_by_id)
             self._own_catalog_change(version)
-            self._settle_graph(version, had_graph)
+            if index is not None:
+                self._settle_graph(version, had_graph)
+            elif self._catalog_version == version:  # built as a process opening the store now builds it
+                if self._search_index().dense.kind == "flat" and had_graph:  # (an HNSW one: its graph saved)
+                    setup.drop_graph(self._store, version)
             return ids
+
+    def _unindexed_without(self, tool_ids: Sequence[str]) -> tuple[list[StoredTool], np.ndarray]:
+        """The pool the index is not built from yet, less ``tool_ids``: entries and embeddings."""
+        assert self._unindexed is not None
+        entries, embeddings = self._unindexed
+        drop = set(tool_ids)
+        keep = [p for p, entry in enumerate(entries) if entry.id not in drop]
+        return [entries[p] for p in keep], embeddings[keep]
 
     def _known_id(self, tool_id: object) -> str:
         """``tool_id`` as the catalog spells it (typed in any Unicode spelling: ``IdSpellings``)."""
