@@ -129,7 +129,7 @@ def test_mcp_item_problems_use_the_mcp_field_names() -> None:
             {"tools": [{"name": "a", "inputSchema": "nope"}, {"description": "x", "inputSchema": {}}, 3]}
         )
     got = _problems(exc)
-    assert got == [("tools[1]", "name"), ("tools[2]", ""), ("tools[0]", "inputSchema")]
+    assert got == [("tools[0]", "inputSchema"), ("tools[1]", "name"), ("tools[2]", "")]  # in item order
 
 
 def test_invalid_json_document_names_the_line(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -48,6 +49,7 @@ _TOO_DEEP = f"nested more than {MAX_NESTING} levels deep"
 
 _FUNCTION_KEYS = frozenset({"name", "description", "parameters", "strict"})
 _MCP_EXTRA_KEYS = ("title", "outputSchema", "annotations", "_meta")
+_NUMBERED = re.compile(r"(?:line|item) (?P<n>\d+)|tools\[(?P<i>\d+)\]")  # the locations with a position
 
 # A record waiting to become a Tool: (location, dict for Tool.model_validate, field renames for errors).
 _Pending = tuple[str, dict[str, Any], dict[str, str]]
@@ -90,6 +92,7 @@ def load_catalog(
         pending, problems = _from_bytes(raw, force_jsonl, source_name)
     tools = _validate(pending, problems)
     if problems:
+        problems.sort(key=_position)  # stable: one line's problems stay in the order they were found
         raise CatalogError(f"invalid catalog: {len(problems)} problem(s)", problems, path=path_label)
     if not tools:
         raise CatalogError("the catalog holds no tools", path=path_label)
@@ -430,6 +433,14 @@ def _nested_deeper_than(obj: Any, limit: int) -> bool:
             return True
         stack.extend((child, depth + 1) for child in children)
     return False
+
+
+def _position(problem: CatalogProblem) -> int:
+    """The line or item number a problem is at (``line 3``, ``item 3``, ``tools[3]``; -1 for any other
+    location, such as a whole document's): reading the JSON, converting definitions and validating
+    fields each find their own problems, and a reader wants them in the order of the file."""
+    found = _NUMBERED.fullmatch(problem.location)
+    return -1 if found is None else int(found["n"] or found["i"])
 
 
 def _reason(err: Mapping[str, Any]) -> str:
