@@ -9,6 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from rated.plural import counted
+
 __all__ = ["console", "err_console", "fail", "n_tools", "print_json"]
 
 console = Console()
@@ -22,7 +24,7 @@ def fail(message: str) -> None:
 
 def n_tools(n: int, what: str = "tool") -> str:
     """``1 tool``, ``2 tools`` (``what``: ``unhealthy tool``): counts in the summaries people read."""
-    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+    return counted(n, what)
 
 
 def print_json(payload: Any) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from rated.bench.dynamic.runner import BenchResult
+from rated.plural import counted
 
 __all__ = ["best_baseline", "json_params", "markdown_table", "plot_curves", "to_json"]
 
@@ -123,9 +124,9 @@ def markdown_table(report: dict[str, Any]) -> str:
     """Methods as rows: Post-Fail SR and FSR in %, regret in points, adaptation steps, probes."""
     head = (
         f"**{report['dataset']}**, scenario `{report['scenario']}`, failure rate {report['failure_rate']}, "
-        f"{report['stream']} stream ({report['steps']} steps, onset {report['onset']}, "
+        f"{report['stream']} stream ({counted(report['steps'], 'step')}, onset {report['onset']}, "
         f"query repetition {100 * report['query_repetition_rate']['mean']:.0f}%), "
-        f"{len(report['seeds'])} seeds, probes {report['probes']['interval'] or 'off'}\n\n"
+        f"{counted(len(report['seeds']), 'seed')}, probes {report['probes']['interval'] or 'off'}\n\n"
     )
     rows = [
         "| method | Post-Fail SR % | FSR % | regret (pts) | adapt. steps | adapt. vs oracle | probes |",
