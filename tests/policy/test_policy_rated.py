@@ -147,6 +147,28 @@ def test_rate_limit_with_retry_after_is_respected_not_punished() -> None:
     np.testing.assert_allclose(after.scores, fresh)  # no lasting penalty
 
 
+@pytest.mark.parametrize("kind", ["timeout", "tool_error", "auth_error"])
+def test_retry_after_with_another_failure_keeps_the_tool_out_that_long(kind: str) -> None:
+    """The server's own "not before" counts whatever the failure: the tool stays unavailable until then,
+    on top of the failure counting against it (which alone would have let it back sooner)."""
+    plain, hinted = RatedPolicy(), RatedPolicy()
+    fail(plain, "a", 10.0, kind)
+    fail(hinted, "a", 10.0, kind, retry_after=100_000.0)
+    assert bool(plain.rank(cands(50_010.0)).healthy[0])  # recovered by now without the hint
+    during = hinted.rank(cands(50_010.0))
+    assert during.order[0] == 1 and not during.healthy[0]
+    assert bool(hinted.rank(cands(100_011.0)).healthy[0])
+
+
+def test_retry_after_with_a_success_or_caller_error_changes_nothing() -> None:
+    p = RatedPolicy()
+    fresh = p.rank(cands(0.0)).scores
+    p.learn(Feedback("a", Outcome.of("caller_error", retry_after=500.0), 1.0, None, None))
+    np.testing.assert_allclose(p.rank(cands(2.0)).scores, fresh)
+    p.learn(Feedback("a", Outcome.of("success", retry_after=500.0), 3.0, None, None))
+    assert bool(p.rank(cands(4.0)).healthy[0])
+
+
 def test_caller_errors_do_not_demote() -> None:
     p = RatedPolicy()
     for t in range(10):

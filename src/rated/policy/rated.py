@@ -390,6 +390,8 @@ class RatedPolicy(BasePolicy):
         g = self.gamma
         sc[S] = g * sc[S] + weight * y
         sc[F] = g * sc[F] + weight * (1.0 - y)
+        if outcome.retry_after is not None and not outcome.is_success and self.respect_retry_after:
+            sc[BLOCKED] = max(sc[BLOCKED], now + outcome.retry_after)  # the server's "not before", as well
         rows.write(r, sc)
         if vec is not None:
             self._update_context(vec, x, fade * g, weight, weight * (y - mean))
