@@ -117,14 +117,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def add_db_argument(p: argparse.ArgumentParser) -> None:
-    """``--db PATH`` (a SQLite file or redis:// URL), defaulting to ``$RATED_DB``."""
+    """``--db PATH`` (a SQLite file or redis:// URL), defaulting to ``$RATED_DB``: required (and shown so in
+    the usage line) only while that is unset, which the help says; the value is never shown (a Redis URL
+    may hold a password)."""
     env = os.environ.get("RATED_DB")
     p.add_argument(
         "--db",
         default=env,
         required=env is None,
         metavar="PATH",
-        help="SQLite file or redis:// URL (default: $RATED_DB)",
+        help="SQLite file or redis:// URL"
+        + ("; required unless $RATED_DB is set" if env is None else " (default: $RATED_DB)"),
     )
 
 
