@@ -169,3 +169,12 @@ def test_serve_and_mcp_refuse_a_probe_interval_below_a_second_in_one_line(
     err = capsys.readouterr().err.strip()
     assert code != 0 and "\n" not in err and "Traceback" not in err
     assert "probe_every" in err and "must be 1 to 86400 seconds" in err
+
+
+def test_one_indexed_tool_is_counted_in_the_singular(monkeypatch, capsys):
+    """The start-up line counts as people read: an index of one tool is ``1 tool``."""
+    one_tool_index(monkeypatch)
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: None)
+    assert main(["serve", "--db", "one.db", "--port", "8123"]) == 0
+    err = " ".join(capsys.readouterr().err.split())  # the console wraps long lines
+    assert "rated: 1 tool from " in err and "1 tools" not in err
