@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from rated.catalog.schema import Tool
 from rated.errors import IndexFormatError
 from rated.shown import clipped
+from rated.validation_text import pydantic_reason
 
 __all__ = ["StoredTool", "parse_record", "record_digest"]
 
@@ -60,7 +61,7 @@ def _problems(exc: ValidationError) -> str:
     problems = []
     for err in exc.errors(include_url=False):
         field = ".".join(clipped(str(part)) for part in err["loc"])  # a stored key may be of any size
-        reason = str(err["msg"]).removeprefix("Value error, ")
+        reason = pydantic_reason(err)
         problems.append(f"{field}: {reason}" if field else reason)
     return "; ".join(problems)
 

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from rated.catalog.schema import Tool
 from rated.errors import CatalogProblem, DataError
+from rated.validation_text import pydantic_reason
 
 __all__ = ["SPLITS", "Dataset", "Query", "load_dataset", "save_dataset"]
 
@@ -126,7 +127,7 @@ def load_dataset(directory: str | Path) -> Dataset:
         except ValidationError as exc:
             for err in exc.errors():
                 loc = ".".join(str(x) for x in err["loc"])
-                problems.append(CatalogProblem(f"line {lineno}", loc, err["msg"]))
+                problems.append(CatalogProblem(f"line {lineno}", loc, pydantic_reason(err)))
     if problems:
         raise DataError(
             f"{tools_path}: {len(problems)} invalid tool record(s): " + "; ".join(map(str, problems[:10]))

@@ -41,6 +41,7 @@ from rated.catalog.schema import Tool
 from rated.errors import CatalogError, CatalogProblem
 from rated.paths import atomic_path
 from rated.shown import clipped
+from rated.validation_text import pydantic_reason
 
 __all__ = ["load_catalog", "save_catalog"]
 
@@ -444,14 +445,13 @@ def _position(problem: CatalogProblem) -> int:
 
 
 def _reason(err: Mapping[str, Any]) -> str:
-    msg = str(err["msg"])
     if err.get("type") == "extra_forbidden":
         return "unknown field (put custom data under 'extra')"
     if err.get("type") == "missing":
         return "required field is missing"
     if err.get("type") == "tuple_type":  # tags: say it in JSON's terms
         return "Input should be a list"
-    return msg
+    return pydantic_reason(err)
 
 
 def _big_number(exc: ValueError) -> str:

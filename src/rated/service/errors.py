@@ -23,6 +23,7 @@ from rated.service.auth import AUTH_CHALLENGE, Unauthorized
 from rated.service.unreadable import declared_coding, unreadable_body
 from rated.shown import clipped
 from rated.store.base import LastToolError
+from rated.validation_text import pydantic_reason
 
 __all__ = ["STATUS", "error_response", "install_error_handler", "status_of", "validation_detail"]
 
@@ -55,7 +56,10 @@ def validation_detail(exc: RequestValidationError, content_type: str | None = No
     A body sent without a JSON content type is not parsed at all; say so, since the problem then reads
     as "not a valid dictionary" for a body that may well be valid JSON (``curl -d`` sends a form type)."""
     problems = exc.errors()
-    listed = [f"{'.'.join(clipped(str(part)) for part in e['loc'])}: {e['msg']}" for e in problems[:_SHOWN]]
+    listed = [
+        f"{'.'.join(clipped(str(part)) for part in e['loc'])}: {pydantic_reason(e)}"
+        for e in problems[:_SHOWN]
+    ]
     more = f"; and {len(problems) - _SHOWN} more" if len(problems) > _SHOWN else ""
     detail = "; ".join(listed) + more
     whole_body = any(tuple(e["loc"]) == ("body",) for e in exc.errors())

@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from rated.errors import ConfigError
+from rated.validation_text import pydantic_reason
 
 __all__ = ["ENV_PREFIX", "Settings"]
 
@@ -104,7 +105,7 @@ class Settings(BaseModel):
         try:
             return cls(**values)
         except ValidationError as exc:
-            problems = "; ".join(_problem(e["loc"], e["msg"], given) for e in exc.errors())
+            problems = "; ".join(_problem(e["loc"], pydantic_reason(e), given) for e in exc.errors())
             raise ConfigError(f"invalid service settings: {problems}") from None
 
     def to_env(self) -> dict[str, str]:
@@ -120,8 +121,7 @@ class Settings(BaseModel):
 
 def _problem(loc: tuple[Any, ...], msg: str, given: Mapping[str, Any]) -> str:
     """One field's problem, named where its value came from: the argument (e.g. ``--port``) or the
-    environment variable; pydantic's "Value error, " prefix dropped."""
-    msg = msg.removeprefix("Value error, ")
+    environment variable."""
     if not loc:
         return msg
     name = ".".join(map(str, loc))

@@ -42,6 +42,7 @@ from rated.catalog.loaders import load_catalog
 from rated.catalog.schema import Auth, AuthType, Provenance, Tool
 from rated.errors import CatalogError, CatalogProblem, ConfigError
 from rated.shown import shown
+from rated.validation_text import pydantic_reason
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -337,7 +338,7 @@ def _convert(
         except ValidationError as exc:
             for err in exc.errors():
                 field_name = ".".join(str(x) for x in err["loc"])
-                problems.append(CatalogProblem(f"tools[{i}] ({tool.name})", field_name, str(err["msg"])))
+                problems.append(CatalogProblem(f"tools[{i}] ({tool.name})", field_name, pydantic_reason(err)))
     if problems:
         raise CatalogError(f"MCP server {server.label}: cannot index its tools as {name!r}", problems)
     return name, tools
