@@ -21,6 +21,7 @@ from rated.cli import (
     train_cmds,
 )
 from rated.cli.output import fail
+from rated.cli.parser import Parser
 from rated.errors import CatalogError, ConfigError, DataError, QueryError, RatedError, UnknownToolError
 
 __all__ = ["build_parser", "main"]
@@ -47,9 +48,7 @@ EXIT_CODES: tuple[tuple[type[RatedError], int], ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rated", description="Reliability-aware tool retrieval for AI agents."
-    )
+    parser = Parser(prog="rated", description="Reliability-aware tool retrieval for AI agents.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in GROUPS:
         group.register(sub)

@@ -119,7 +119,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_db_argument(p: argparse.ArgumentParser) -> None:
     """``--db PATH`` (a SQLite file or redis:// URL), defaulting to ``$RATED_DB``: required (and shown so in
     the usage line) only while that is unset, which the help says; the value is never shown (a Redis URL
-    may hold a password)."""
+    may hold a password). Its "required" error names the variable too (``rated.cli.parser``)."""
     env = os.environ.get("RATED_DB")
     p.add_argument(
         "--db",
