@@ -59,5 +59,6 @@ def test_service_request_listing() -> None:
 
     from rated.service.errors import validation_detail
 
-    exc = RequestValidationError([{"loc": ("body", "k"), "msg": "Value error, too big", "type": "value_error"}])
+    error = {"loc": ("body", "k"), "msg": "Value error, too big", "type": "value_error"}
+    exc = RequestValidationError([error])
     assert validation_detail(exc) == "body.k: too big"

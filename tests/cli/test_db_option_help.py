@@ -1,6 +1,6 @@
-"""``--db`` is required only while ``$RATED_DB`` is unset, and every command's help and error say so: ``rated tools
---help`` showed ``--db PATH`` as required with no word of the variable that makes it optional. The
-variable's value is never shown (a Redis URL may hold a password)."""
+"""``--db`` is required only while ``$RATED_DB`` is unset, and every command's help and error say so:
+``rated tools --help`` showed ``--db PATH`` as required with no word of the variable that makes it
+optional. The variable's value is never shown (a Redis URL may hold a password)."""
 
 from __future__ import annotations
 
