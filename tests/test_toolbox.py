@@ -213,8 +213,14 @@ def test_json_arguments_reach_the_function_as_its_parameters_types(clock):
 )
 def test_values_that_do_not_fit_their_types_are_a_caller_error_and_the_tool_never_runs(clock, arguments):
     with Toolbox([book_meeting], encoder=HashEncoder(64), clock=clock) as box:
-        with pytest.raises(ValueError, match="arguments for tool 'book_meeting' do not fit its parameters"):
+        with pytest.raises(
+            ValueError, match="arguments for tool 'book_meeting' do not fit its parameters"
+        ) as exc:
             box.run("book_meeting", arguments)
+        message = str(exc.value)  # one line a model can read back: field and reason, no pydantic layout
+        assert "\n" not in message and "http" not in message
+        field = message.split("do not fit its parameters: ", 1)[1].split(": ", 1)[0]
+        assert field in {"slot.start", "priority", "attendees.0.email"}
         assert CALLS == []
         assert log(box, "book_meeting") == [("caller_error", None)]
         assert box.retriever.health("book_meeting").healthy

@@ -28,8 +28,7 @@ from pydantic import ValidationError
 
 from rated.catalog.schema import Tool
 from rated.errors import IndexFormatError
-from rated.shown import clipped
-from rated.validation_text import pydantic_reason
+from rated.validation_text import one_line
 
 __all__ = ["StoredTool", "parse_record", "record_digest"]
 
@@ -47,23 +46,11 @@ def parse_record(record: str, tool_id: str, where: str = "store") -> Tool:
         tool = Tool.model_validate_json(record)
     except ValidationError as exc:
         raise IndexFormatError(
-            f"{where}: stored record of tool {tool_id!r} is invalid: {_problems(exc)}"
+            f"{where}: stored record of tool {tool_id!r} is invalid: {one_line(exc)}"
         ) from None
     if tool.id != tool_id:
         raise IndexFormatError(f"{where}: stored record of tool {tool_id!r} holds the id {tool.id!r}")
     return tool
-
-
-def _problems(exc: ValidationError) -> str:
-    """Each problem as ``field: reason``, on one line: the CLI prints the message as its one error line,
-    so neither pydantic's multi-line layout nor its documentation link (a reader's question is which
-    tool and which field) belongs in it."""
-    problems = []
-    for err in exc.errors(include_url=False):
-        field = ".".join(clipped(str(part)) for part in err["loc"])  # a stored key may be of any size
-        reason = pydantic_reason(err)
-        problems.append(f"{field}: {reason}" if field else reason)
-    return "; ".join(problems)
 
 
 class StoredTool:

@@ -96,6 +96,7 @@ from rated.store.open import open_store
 from rated.store.rows import IdSpellings
 from rated.tool_filter import ToolFilter
 from rated.tracking import AsyncTrackedCall, TrackedCall
+from rated.validation_text import one_line
 
 __all__ = ["Selected", "Toolbox"]
 
@@ -546,7 +547,9 @@ class Toolbox:
                 return parse(arguments)
             except ValidationError as exc:
                 call.report(OutcomeKind.CALLER_ERROR)
-                raise ValueError(f"arguments for tool {tool_id!r} do not fit its parameters: {exc}") from exc
+                problems = one_line(exc)  # one line, as a model reads it back: field and reason, no links
+                message = f"arguments for tool {tool_id!r} do not fit its parameters: {problems}"
+                raise ValueError(message) from exc
         if entry.kind == "langchain":
             if is_single_input_langchain_tool(obj):  # LangChain raises a ToolException: the tool's error
                 if len(arguments) != 1:
