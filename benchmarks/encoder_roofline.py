@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 from dataclasses import dataclass
 
 import numpy as np
 import onnxruntime as ort
-from encode_throughput import metatool_queries, stabletoolbench_tools
+from encode_throughput import latency_ms, metatool_queries, stabletoolbench_tools
 from onnx import TensorProto, helper
 from rich.console import Console
 from rich.table import Table
@@ -85,17 +84,6 @@ class Line:
     encoder_gmacs: float
 
 
-def median_ms(encoder: OnnxEncoder, queries: list[str]) -> float:
-    for q in queries[:10]:
-        encoder.encode_queries([q])
-    times = []
-    for q in queries:
-        t0 = time.perf_counter()
-        encoder.encode_queries([q])
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -151,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                 work / (RETRIEVE_TARGET_MS / 1e3) / 1e9,
                 (round(tokens), h, i),
                 best_gmacs(session, round(tokens), h, i, args.seconds),
-                work / (median_ms(encoder, sets[label]) / 1e3) / 1e9,
+                work / (latency_ms(encoder, sets[label], 1)["median_ms"] / 1e3) / 1e9,
             )
         )
     ceiling = best_gmacs(session, 2048, 2048, 2048, 2 * args.seconds)
