@@ -252,3 +252,55 @@ def test_a_cached_write_for_a_version_is_refused_when_the_catalog_changes_before
     assert len(reads) == 2  # read again after the conflict
     assert store.load_cached("hnsw-graph") == b"newer writer's"
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("change", "late_key", "runs", "kept"),
+    [
+        ({"ids": ["b"]}, "retired:a", 1, True),  # in place: a 404 report about another tool is no conflict
+        ({"ids": ["b", "new"]}, "retired:new", 2, False),  # inserted: what a late writer left goes
+        ({"ids": ["b"], "delete": ["c"]}, "retired:c", 2, False),  # deleted: its evidence goes with it
+    ],
+)
+def test_put_tools_reruns_for_evidence_written_meanwhile_only_when_it_inserts_or_deletes(
+    redis_url, change, late_key, runs, kept
+):
+    """Evidence another client writes between put_tools' reads and its EXEC: dropped in the same change
+    when it is under an id the change inserts or deletes (the evidence set is watched then), and no reason
+    to run the change again when it only replaces tools in place."""
+    from rated.store.redis import RedisStore
+
+    ns = f"p{uuid.uuid4().hex[:8]}"
+    store, other = RedisStore(redis_url, namespace=ns), RedisStore(redis_url, namespace=ns)
+    ids = ["a", "b", "c"]
+    store.put_tools(ids, [f'{{"id": "{i}"}}' for i in ids], np.ones((3, 2), np.float32), np.ones(3))
+    real_pipeline, bodies = store._r.pipeline, []
+
+    def pipeline(*args, **kwargs):
+        pipe = real_pipeline(*args, **kwargs)
+        real_multi = pipe.multi
+
+        def multi():
+            bodies.append(1)
+            if len(bodies) == 1:  # another client's evidence write, after the reads, before EXEC
+                other.update_evidence(late_key, lambda blob: b"late")
+            return real_multi()
+
+        pipe.multi = multi
+        return pipe
+
+    store._r.pipeline = pipeline
+    new = change["ids"]
+    store.put_tools(
+        new,
+        [f'{{"id": "{i}", "v": 2}}' for i in new],
+        np.full((len(new), 2), 2, np.float32),
+        np.ones(len(new)),
+        delete=change.get("delete", ()),
+    )
+    store._r.pipeline = real_pipeline
+    assert len(bodies) == runs
+    assert other.load_evidence(late_key) == (b"late" if kept else None)
+    assert {"b", *new} <= set(other.load_catalog().ids)
+    store.close()
+    other.close()

@@ -387,7 +387,12 @@ class RedisStore:
             last = pipe.zrange(order, -1, -1, withscores=True)
             top = float(last[0][1]) if last else -1.0
             added = [tool_id for tool_id, score in zip(ids, scores, strict=True) if score is None]
-            evidence = self._evidence_keys(pipe) if delete or added else []
+            evidence: list[str] = []
+            if delete or added:  # watched from here: evidence gathered meanwhile under these ids goes too;
+                # a change replacing tools in place drops none, so evidence written meanwhile (a 404 report
+                # about any tool) does not re-run it
+                pipe.watch(self._k("evidence"))
+                evidence = self._evidence_keys(pipe)
             pipe.multi()
             for i, tool_id in enumerate(ids):
                 if scores[i] is None:
@@ -403,7 +408,6 @@ class RedisStore:
             return _last_int
 
         watch = [order, self._k("meta")] if check_meta is not None else [order]
-        watch.append(self._k("evidence"))  # evidence gathered meanwhile goes too (removed or added ids)
         return int(self._optimistic(watch, body))
 
     def delete_tools(self, ids: Sequence[str], *, keep_one: bool = False) -> int:
