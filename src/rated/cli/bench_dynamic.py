@@ -58,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="LABEL",
         help="with --tune: methods (by label) kept at their given settings",
     )
+    _fault_cost(dyn)
     dyn.add_argument("--tuned", type=Path, help="JSON written by 'rated bench tune': settings to use")
     dyn.add_argument("--plot", type=Path, help="PNG of the success curves (default: next to --out)")
     dyn.add_argument(
@@ -68,6 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     tun = bench.add_parser("tune", help="tune each method's settings on validation seeds (never on test)")
     _common(tun)
     tun.add_argument("--methods", nargs="+", default=list(DEFAULT_METHODS))
+    _fault_cost(tun)
     tun.set_defaults(handler=_tune, validation=True)
 
     swp = bench.add_parser("sweep", help="RATED sensitivity heatmaps on validation seeds (Figure 4)")
@@ -92,6 +94,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="'default' is the embedded MiniLM; 'hash' a fast fake for smoke tests",
     )
     lat.set_defaults(handler=_latency)
+
+
+def _fault_cost(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--fault-cost",
+        type=float,
+        default=0.0,
+        metavar="C",
+        help="tuning: choose each method's settings by Post-Fail SR - C x FSR (a price per failed call; "
+        "default 0: success alone)",
+    )
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -301,6 +314,13 @@ def _check_common(args: argparse.Namespace) -> None:
     ):
         if value is not None and value < low:
             raise ConfigError(f"{flag} must be >= {low}, got {value}")
+    if getattr(args, "fault_cost", 0.0):
+        from rated.bench.dynamic.tuning import check_fault_cost
+
+        try:
+            check_fault_cost(args.fault_cost)
+        except ConfigError as exc:
+            raise ConfigError(f"--fault-cost: {exc}") from None
     _config(args, args.validation)
 
 
@@ -356,9 +376,10 @@ def _run_tuning(args: argparse.Namespace, env: Any, specs: list[Any], progress: 
 
     cfg = _config(args, validation=True)
     prep = prepare(env, cfg, list(dict.fromkeys(s.retriever for s in specs)))
-    results = tune_all(prep, specs, jobs=args.jobs, on_progress=progress)
+    results = tune_all(prep, specs, jobs=args.jobs, on_progress=progress, fault_cost=args.fault_cost)
     return {
         "validation_seeds": list(cfg.seeds),
+        "fault_cost": args.fault_cost,
         "methods": {
             label: {
                 "params": json_params(r.params),
@@ -401,6 +422,8 @@ def _dynamic(args: argparse.Namespace) -> int:
     labels = {s.label for s in specs}
     if args.fixed and not args.tune:
         raise ConfigError("--fixed only means something with --tune")
+    if args.fault_cost and not args.tune:
+        raise ConfigError("--fault-cost only means something with --tune (it is how settings are chosen)")
     _labels_in("--fixed", args.fixed, labels)
     oracles = {"oracle"} | {f"oracle@{s.retriever}" for s in specs}
     _labels_in("--plot-methods", args.plot_methods or [], labels | oracles)

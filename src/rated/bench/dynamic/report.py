@@ -120,13 +120,20 @@ def _fmt(entry: dict[str, Any] | None, digits: int = 3, pct: bool = False) -> st
     return text + (f" ({never} never)" if never else "")
 
 
+def _objective(report: dict[str, Any]) -> str:
+    """How the settings were chosen, when not for success alone (a price per failed call)."""
+    cost = (report.get("tuning") or {}).get("fault_cost")
+    return f", settings tuned for Post-Fail SR - {cost:g} x FSR" if cost else ""
+
+
 def markdown_table(report: dict[str, Any]) -> str:
     """Methods as rows: Post-Fail SR and FSR in %, regret in points, adaptation steps, probes."""
     head = (
         f"**{report['dataset']}**, scenario `{report['scenario']}`, failure rate {report['failure_rate']}, "
         f"{report['stream']} stream ({counted(report['steps'], 'step')}, onset {report['onset']}, "
         f"query repetition {100 * report['query_repetition_rate']['mean']:.0f}%), "
-        f"{counted(len(report['seeds']), 'seed')}, probes {report['probes']['interval'] or 'off'}\n\n"
+        f"{counted(len(report['seeds']), 'seed')}, probes {report['probes']['interval'] or 'off'}"
+        f"{_objective(report)}\n\n"
     )
     rows = [
         "| method | Post-Fail SR % | FSR % | regret (pts) | adapt. steps | adapt. vs oracle | probes |",

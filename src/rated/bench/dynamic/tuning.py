@@ -25,7 +25,10 @@ Starting values come from libraries practitioners use:
   else stays at its default.
 
 Selection: the highest mean Post-Fail SR over the validation seeds; ties (within 1e-4) go to the lower
-FSR, then to the earlier grid point.
+FSR, then to the earlier grid point. With a price per failed call (``fault_cost`` c > 0, the CLI's
+``--fault-cost``): the highest mean ``Post-Fail SR - c x FSR`` instead, for every method alike: both are
+shares of the post-onset steps, so c = 1 counts a call into a failing tool (latency, an error the agent
+handles, a retry) as costly as a step without success. The default (0) tunes for success alone.
 """
 
 from __future__ import annotations
@@ -41,8 +44,9 @@ from typing import Any
 import numpy as np
 
 from rated.bench.dynamic.runner import MethodSpec, Prepared, method_rows
+from rated.errors import ConfigError
 
-__all__ = ["GRIDS", "RATED_GRID", "TuneResult", "grid_points", "tune", "tune_all"]
+__all__ = ["GRIDS", "RATED_GRID", "TuneResult", "check_fault_cost", "grid_points", "tune", "tune_all"]
 
 RATED_GRID: dict[str, list[Any]] = {
     "recover_tool_error": [200.0, 800.0, 3200.0],
@@ -105,6 +109,7 @@ class TuneResult:
     post_fail_sr: float
     fsr: float
     tried: list[dict[str, Any]]  # [{"params", "post_fail_sr", "fsr"}]
+    fault_cost: float = 0.0  # the price per failed call the choice was made with (module docstring)
 
 
 _PREP: Prepared | None = None  # shared with forked workers
@@ -124,10 +129,16 @@ def tune(
     *,
     jobs: int = 1,
     on_progress: Callable[[str], None] | None = None,
+    fault_cost: float = 0.0,
 ) -> TuneResult:
     """Try every setting of ``base.policy`` (``base.params`` held fixed) on the prepared validation seeds."""
     return tune_all(
-        prep, [base], {base.label: points} if points is not None else None, jobs=jobs, on_progress=on_progress
+        prep,
+        [base],
+        {base.label: points} if points is not None else None,
+        jobs=jobs,
+        on_progress=on_progress,
+        fault_cost=fault_cost,
     )[base.label]
 
 
@@ -138,9 +149,11 @@ def tune_all(
     *,
     jobs: int = 1,
     on_progress: Callable[[str], None] | None = None,
+    fault_cost: float = 0.0,
 ) -> dict[str, TuneResult]:
     """Tune several methods at once (one pool of workers for all their grid points)."""
     global _PREP
+    fault_cost = check_fault_cost(fault_cost)
     grids = {
         b.label: list((points or {}).get(b.label) or grid_points(b.policy, prep.scenario.name)) for b in bases
     }
@@ -176,13 +189,30 @@ def tune_all(
             for i, (lab, p) in enumerate(owner)
             if lab == b.label
         ]
-        best = tried[0]
-        for t in tried[1:]:
-            if t["post_fail_sr"] > best["post_fail_sr"] + 1e-4 or (
-                abs(t["post_fail_sr"] - best["post_fail_sr"]) <= 1e-4 and t["fsr"] < best["fsr"]
-            ):
-                best = t
+        best = _best(tried, fault_cost)
         out[b.label] = TuneResult(
-            b.label, {**b.params, **best["params"]}, best["post_fail_sr"], best["fsr"], tried
+            b.label, {**b.params, **best["params"]}, best["post_fail_sr"], best["fsr"], tried, fault_cost
         )
     return out
+
+
+def check_fault_cost(value: Any) -> float:
+    """``fault_cost`` as a float, refused unless a finite number >= 0 (a negative price rewards faults)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ConfigError(f"the price per failed call must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def _best(tried: Sequence[Mapping[str, Any]], fault_cost: float) -> Mapping[str, Any]:
+    """The setting with the highest ``post_fail_sr - fault_cost * fsr``; ties (within 1e-4) go to the lower
+    FSR, then to the earlier grid point."""
+
+    def objective(t: Mapping[str, Any]) -> float:
+        return t["post_fail_sr"] - fault_cost * t["fsr"] if fault_cost else t["post_fail_sr"]
+
+    best = tried[0]
+    for t in tried[1:]:
+        gain = objective(t) - objective(best)
+        if gain > 1e-4 or (abs(gain) <= 1e-4 and t["fsr"] < best["fsr"]):
+            best = t
+    return best
