@@ -5,6 +5,7 @@ broken test from hanging: nothing here asserts how long anything took."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -163,3 +164,53 @@ def test_a_thread_that_fails_to_start_is_not_counted_nor_its_job_kept(monkeypatc
     job = pool.run("k", lambda: "ran")  # a new job, not the one no thread took
     assert job.wait(later()) and job.result() == "ran"
     pool.leave(job)
+
+
+INTERRUPTS = [KeyboardInterrupt, SystemExit, GeneratorExit]  # BaseException, not Exception, from user code
+
+
+@pytest.mark.parametrize("interrupt", INTERRUPTS)
+def test_work_raising_an_interrupt_raises_it_to_the_caller_and_the_thread_goes_on(interrupt):
+    pool = Pool("test-pool", 1)
+
+    def interrupted() -> None:
+        raise interrupt()
+
+    job = pool.run("k", interrupted)
+    assert job.wait(later())
+    with pytest.raises(interrupt):
+        job.result()
+    pool.leave(job)
+    after = pool.run(None, threading.current_thread)  # the one thread, still there to take it
+    assert after.wait(later()) and pool.threads() == 1
+    again = pool.run("k", lambda: "anew")  # the key is free: a new job
+    assert again is not job and again.wait(later()) and again.result() == "anew"
+
+
+@pytest.mark.parametrize("interrupt", INTERRUPTS)
+def test_a_callback_raising_an_interrupt_is_logged_and_ends_neither_the_thread_nor_the_others(
+    interrupt, caplog
+):
+    """A callback raising KeyboardInterrupt or SystemExit ended the pool's one thread, which stayed counted:
+    the other callbacks were never called, later work was queued for ever, and the job's key kept naming
+    the finished job."""
+    pool = Pool("test-pool", 1)
+    release, _, work = blocker()
+    called = threading.Event()
+
+    def interrupting() -> None:
+        raise interrupt()
+
+    job = pool.run("k", work)
+    job.on_done(interrupting)
+    job.on_done(called.set)
+    with caplog.at_level(logging.ERROR, logger="rated.probe_threads"):
+        release.set()
+        assert job.wait(later()) and called.wait(BOUND)
+    assert job.result() == "done"
+    assert any(r.exc_info and r.exc_info[0] is interrupt for r in caplog.records)
+    pool.leave(job)
+    after = pool.run(None, lambda: "next")  # taken by the same thread once it is past the job
+    assert after.wait(later()) and after.result() == "next" and pool.threads() == 1
+    again = pool.run("k", lambda: "anew")
+    assert again is not job and again.wait(later()) and again.result() == "anew"

@@ -10,7 +10,9 @@ the resolver does not answer (until it gives up: seconds to minutes). A ``Pool``
 - work asked for while a job with the same ``key`` is queued or running (a lookup of the same host, a check
   of the same tool that has not returned) is that job, not another: callers share its answer;
 - work beyond ``size`` threads waits its turn; a job that no caller waits for any more (``leave``) is
-  dropped if it has not started.
+  dropped if it has not started;
+- what a job raises, ``KeyboardInterrupt`` or ``SystemExit`` too, is raised again to its callers, and what
+  a callback raises is logged: neither ends the thread, which would stay counted with nothing to run work.
 
 Daemon threads: a job still running when the interpreter exits does not hold the exit (a
 ``concurrent.futures`` executor's threads would be joined). A process forked from one whose pools hold
@@ -92,7 +94,8 @@ class Job:
         for callback in callbacks:
             try:
                 callback()
-            except Exception:  # a caller's callback failing must not end the pool's thread
+            except BaseException:  # KeyboardInterrupt, SystemExit too: ending the pool's thread would leave
+                # it counted (work queued for ever), its key held by this job and the other callbacks uncalled
                 log.exception("a probe job's callback failed")
 
 
