@@ -1,6 +1,6 @@
-"""rated.probing.mcp_check (rated.mcp_ping) against real MCP servers: the SDK's MCPServer served by uvicorn in
-a thread on a free port, over streamable HTTP and SSE, plus small ASGI apps that answer what a broken
-server does (a 5xx, a JSON-RPC error, an HTTP answer with nothing behind it)."""
+"""rated.probe_checks.mcp_check (rated.mcp_ping) against real MCP servers: the SDK's MCPServer served by
+uvicorn in a thread on a free port, over streamable HTTP and SSE, plus small ASGI apps that answer what a
+broken server does (a 5xx, a JSON-RPC error, an HTTP answer with nothing behind it)."""
 
 from __future__ import annotations
 
@@ -289,7 +289,7 @@ def test_an_sdk_of_another_major_version_is_refused_and_the_default_check_asks_h
     with pytest.raises(ConfigError, match=rf"needs mcp>=2.3,<3 .*found mcp {version}"):
         mcp_check(timeout=SLOW)
     port, seen = serve(weather().streamable_http_app())
-    with caplog.at_level(logging.WARNING, logger="rated.probing"):
+    with caplog.at_level(logging.WARNING, logger="rated.probe_checks"):
         check = default_check(timeout=SLOW)
     assert any("get the HTTP check" in r.getMessage() and version in r.getMessage() for r in caplog.records)
     assert check(mcp_tool(f"http://127.0.0.1:{port}/mcp")).kind is OutcomeKind.SUCCESS
@@ -299,7 +299,7 @@ def test_an_sdk_of_another_major_version_is_refused_and_the_default_check_asks_h
 def test_an_sdk_that_does_not_import_records_nothing(serve, monkeypatch, caplog):
     port, seen = serve(weather().streamable_http_app())
     monkeypatch.setitem(sys.modules, "mcp_types", None)  # a broken install: the import fails
-    monkeypatch.setattr("rated.probing._warned", set())
-    with caplog.at_level(logging.WARNING, logger="rated.probing"):
+    monkeypatch.setattr("rated.probe_checks._warned", set())
+    with caplog.at_level(logging.WARNING, logger="rated.probe_checks"):
         assert mcp_check(timeout=SLOW)(mcp_tool(f"http://127.0.0.1:{port}/mcp")) is None
     assert seen.requests == [] and any("does not import" in r.getMessage() for r in caplog.records)

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from rated import probing  # noqa: E402
+from rated import probe_checks  # noqa: E402
 from rated.mcp_ping import aping, load_sdk  # noqa: E402
 from rated.probe_threads import Pool  # noqa: E402
 
@@ -26,8 +26,8 @@ BOUND = 20.0  # seconds the pings get to come back on a busy machine: a safety n
 
 @pytest.fixture(autouse=True)
 def _fresh_state(monkeypatch) -> None:
-    monkeypatch.setattr(probing, "_RESOLVERS", Pool("rated-probe-resolve", 4))
-    monkeypatch.setattr(probing, "_warned", set())
+    monkeypatch.setattr(probe_checks, "_RESOLVERS", Pool("rated-probe-resolve", 4))
+    monkeypatch.setattr(probe_checks, "_warned", set())
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_aping_counts_a_resolver_that_does_not_answer_as_this_hosts_failure(sile
         return answers, [t.name for t in threading.enumerate() if t.name.startswith("asyncio_")]
 
     out: list[Any] = []
-    with caplog.at_level(logging.WARNING, logger="rated.probing"):
+    with caplog.at_level(logging.WARNING, logger="rated.probe_checks"):
         thread = threading.Thread(target=lambda: out.append(asyncio.run(three_pings())), daemon=True)
         thread.start()
         thread.join(BOUND)

@@ -173,3 +173,12 @@ def test_prober_runs_rounds_until_stopped_and_survives_a_failing_round(retriever
         and prober.rounds >= 2
         and calls[:2] == ["mail.a"] * 2
     )
+
+
+def test_the_checks_are_re_exported_from_their_module():
+    """``http_check``, ``mcp_check`` and ``default_check`` live in ``rated.probe_checks``; importing them from
+    ``rated.probing`` (the documented way) gives the same functions."""
+    from rated import probe_checks, probing
+
+    for name in ("Check", "MAX_TIMEOUT", "default_check", "http_check", "mcp_check"):
+        assert name in probing.__all__ and getattr(probing, name) is getattr(probe_checks, name)

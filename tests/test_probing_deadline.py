@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from rated import Tool, probing
+from rated import Tool, probe_checks
 from rated.encode.testing import HashEncoder
 from rated.outcome import OutcomeKind
 from rated.probing import MIN_EVERY, Prober, aprobe, http_check, mcp_check
@@ -30,7 +30,7 @@ GENEROUS = 20.0  # seconds a bounded check gets to come back on a busy machine (
 
 @pytest.fixture(autouse=True)
 def _fresh_warnings(monkeypatch):
-    monkeypatch.setattr(probing, "_warned", set())
+    monkeypatch.setattr(probe_checks, "_warned", set())
 
 
 @pytest.fixture
@@ -138,7 +138,7 @@ def returned(call: Callable[..., Any], *args: Any) -> list[Any]:
 
 def test_a_resolver_that_does_not_answer_in_time_records_nothing_and_says_so(silent_resolver, caplog):
     """Before: the check waited for the resolver, whatever its timeout (the test's 60 s)."""
-    with caplog.at_level(logging.WARNING, logger="rated.probing"):
+    with caplog.at_level(logging.WARNING, logger="rated.probe_checks"):
         assert returned(http_check(timeout=0.3), Tool(id="a", name="a", endpoint="http://tools.test/x")) == [
             None
         ]
@@ -261,7 +261,7 @@ def test_aprobe_keeps_each_check_to_its_timeout(mute):
 def test_aprobe_counts_a_resolver_that_does_not_answer_as_this_hosts_failure(silent_resolver, caplog):
     """As ``http_check`` and ``mcp_check`` do: nothing is recorded against the tool, and a warning says
     why. Before, the check ran without looking the name up, or was the tool's timeout once bounded."""
-    with caplog.at_level(logging.WARNING, logger="rated.probing"):
+    with caplog.at_level(logging.WARNING, logger="rated.probe_checks"):
         results, _ = aprobed("http://tools.test/x", timeout=0.3)
     assert [(r.tool_id, r.outcome) for r in results] == [("a", None)]
     warned = [r.getMessage() for r in caplog.records]

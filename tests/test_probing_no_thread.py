@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from rated import Tool, probing
+from rated import Tool, probe_checks, probing
 from rated.encode.testing import HashEncoder
 from rated.outcome import OutcomeKind
 from rated.probe_threads import Pool
@@ -30,8 +30,9 @@ ADDRESS = "http://127.0.0.1:9/health"  # an address: nothing to look up
 def _fresh_state(monkeypatch) -> None:
     """Pools of this test's own (no idle thread to hand work to: each job starts one), no warning given."""
     monkeypatch.setattr(probing, "_CHECKS", Pool("rated-probe-worker", 2))
-    monkeypatch.setattr(probing, "_RESOLVERS", Pool("rated-probe-resolve", 2))
+    monkeypatch.setattr(probe_checks, "_RESOLVERS", Pool("rated-probe-resolve", 2))
     monkeypatch.setattr(probing, "_warned", set())
+    monkeypatch.setattr(probe_checks, "_warned", set())
     for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
         monkeypatch.delenv(name, raising=False)
 
@@ -90,7 +91,7 @@ def test_no_thread_records_nothing_and_warns_once(no_threads, caplog, check, end
     assert len(said) == 1 and "start no more threads" in said[0], said
 
 
-@pytest.mark.skipif(probing._mcp_sdk_problem() is not None, reason="needs the mcp SDK 2.x")
+@pytest.mark.skipif(probe_checks._mcp_sdk_problem() is not None, reason="needs the mcp SDK 2.x")
 @pytest.mark.parametrize("endpoint", [HOST, "http://127.0.0.1:9/mcp"])
 def test_mcp_check_without_threads_records_nothing(no_threads, caplog, endpoint) -> None:
     tool = Tool(id="m", name="m", description="an MCP tool", endpoint=endpoint, source="mcp")
@@ -141,7 +142,7 @@ def test_an_async_users_check_raising_runtime_error_is_classified_as_before() ->
     assert result.outcome is not None and result.outcome.kind is OutcomeKind.TOOL_ERROR
 
 
-@pytest.mark.skipif(probing._mcp_sdk_problem() is not None, reason="needs the mcp SDK 2.x")
+@pytest.mark.skipif(probe_checks._mcp_sdk_problem() is not None, reason="needs the mcp SDK 2.x")
 @pytest.mark.parametrize("loaded", [False, True], ids=["importing", "imported"])
 def test_aping_without_a_worker_thread_records_nothing(monkeypatch, caplog, loaded) -> None:
     """``aping`` runs the SDK's import and the host's lookup in anyio's worker threads: one that does not

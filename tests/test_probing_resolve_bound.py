@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rated import Tool, probing
+from rated import Tool, probe_checks
 from rated.classify import outcome_from_exception
 from rated.encode.testing import HashEncoder
 from rated.outcome import OutcomeKind
@@ -30,8 +30,8 @@ NAMES = ("rated-probe-resolve", "rated-probe-check")  # the lookups' threads, an
 @pytest.fixture(autouse=True)
 def _fresh_state(monkeypatch) -> Pool:
     pool = Pool("rated-probe-resolve", SIZE)
-    monkeypatch.setattr(probing, "_RESOLVERS", pool)
-    monkeypatch.setattr(probing, "_warned", set())
+    monkeypatch.setattr(probe_checks, "_RESOLVERS", pool)
+    monkeypatch.setattr(probe_checks, "_warned", set())
     return pool
 
 
@@ -47,7 +47,7 @@ class Silent:
 @pytest.fixture
 def silent(monkeypatch) -> Iterator[Silent]:
     """Names under ``.test`` resolve only once the test is over (or ``release`` is set)."""
-    real, resolver = probing.socket.getaddrinfo, Silent()
+    real, resolver = probe_checks.socket.getaddrinfo, Silent()
     release, asked = resolver.release, resolver.asked
 
     def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
@@ -55,10 +55,10 @@ def silent(monkeypatch) -> Iterator[Silent]:
         if name.endswith(".test"):
             asked[name] = asked.get(name, 0) + 1
             release.wait(60)
-            raise probing.socket.gaierror(probing.socket.EAI_NONAME, "no such name")
+            raise probe_checks.socket.gaierror(probe_checks.socket.EAI_NONAME, "no such name")
         return real(host, *args, **kwargs)
 
-    monkeypatch.setattr(probing.socket, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(probe_checks.socket, "getaddrinfo", getaddrinfo)
     yield resolver
     release.set()
 

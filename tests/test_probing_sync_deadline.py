@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from rated import Tool, probing
+from rated import Tool, probe_checks, probing
 from rated.encode.testing import HashEncoder
 from rated.errors import ConfigError
 from rated.outcome import OutcomeKind
@@ -36,8 +36,9 @@ def _fresh_state(monkeypatch) -> Iterator[Pool]:
     """A pool of two check threads of this test's own (and lookups of its own), no warning given yet."""
     pool = Pool("rated-probe-worker", 2)
     monkeypatch.setattr(probing, "_CHECKS", pool)
-    monkeypatch.setattr(probing, "_RESOLVERS", Pool("rated-probe-resolve", 4))
+    monkeypatch.setattr(probe_checks, "_RESOLVERS", Pool("rated-probe-resolve", 4))
     monkeypatch.setattr(probing, "_warned", set())
+    monkeypatch.setattr(probe_checks, "_warned", set())
     return pool
 
 
@@ -137,10 +138,10 @@ def test_a_check_is_not_started_while_the_resolver_has_not_answered(hang, monkey
     """As with ``aprobe``: the endpoint's host is looked up first, and a resolver that has not answered by
     the deadline is this host's failure (nothing recorded, a warning), not the tool's timeout."""
     release = threading.Event()
-    monkeypatch.setattr(probing, "_lookup", lambda host, port: release.wait(60))
+    monkeypatch.setattr(probe_checks, "_lookup", lambda host, port: release.wait(60))
     try:
         with suspected("a", endpoint="http://tools.test/x") as r:
-            with caplog.at_level(logging.WARNING, logger="rated.probing"):
+            with caplog.at_level(logging.WARNING, logger="rated.probe_checks"):
                 assert kinds(in_time(probe, r, hang, 1, timeout=SHORT)) == [("a", None)]
             assert hang.calls == []
         assert any(

@@ -1,4 +1,4 @@
-"""The MCP ``ping`` of a server reachable over HTTP, as a probe outcome (``rated.probing.mcp_check``).
+"""The MCP ``ping`` of a server reachable over HTTP, as a probe outcome (``rated.probe_checks.mcp_check``).
 
 A probe connects as an agent host does (streamable HTTP; SSE for a URL whose path ends in ``/sse``),
 completes the ``initialize`` handshake, sends ``ping`` and closes the session, all within ``timeout``
@@ -20,7 +20,7 @@ What the answer means, first rule that applies:
   server answered: ``tool_error``.
 
 ``ping`` and ``aping`` keep to ``timeout`` in all, name resolution included: the server's host is looked
-up first, in the probes' shared lookup threads (``rated.probing._resolved``), and a resolver that has not
+up first, in the probes' shared lookup threads (``rated.probe_checks._resolved``), and a resolver that has not
 answered by the deadline is this host's failure, ``None``: the server was never asked, and agents reach it
 from hosts of their own. (Left to the SDK, the lookup was cancelled at the deadline and the ping counted as
 the server's ``timeout``, while the lookup held a thread of the event loop's executor, and ``ping``'s
@@ -52,8 +52,8 @@ from urllib.parse import urlsplit
 
 from rated.classify import outcome_from_exception, outcome_from_status
 from rated.outcome import Outcome, OutcomeKind
+from rated.probe_checks import _bare_url, _bounded, _down, _not_the_tools, _resolved, _unchecked
 from rated.probe_threads import NoThread
-from rated.probing import _bare_url, _bounded, _down, _not_the_tools, _resolved, _unchecked
 
 __all__ = ["aping", "load_sdk", "mcp_url", "ping"]
 

@@ -9,7 +9,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from rated.probing import Prober, ProbeResult, _mcp_sdk_problem, default_check
+from rated.probe_checks import _mcp_sdk_problem, default_check
+from rated.probing import Prober, ProbeResult
 from rated.retriever import Retriever
 from rated.service.settings import Settings
 

@@ -12,7 +12,7 @@ subprocess and stopped afterwards) or an http(s) URL (streamable HTTP, or the ol
 - ``provenance`` names the server (its name and version, and the command or URL in ``path``), never
   env values or headers; a URL loses its user-info and query string, and a command the value after an
   option named like a secret (``--token X``, ``--api-key=X``);
-- an http(s) server's URL becomes the tools' ``endpoint`` (what ``rated.probing.http_check`` checks).
+- an http(s) server's URL becomes the tools' ``endpoint`` (what ``rated.probe_checks.http_check`` checks).
 
 Every failure is one ``CatalogError`` naming the server: a command that does not start, a server that
 closes before answering (with the last line it wrote on stderr), no answer within ``timeout`` seconds,

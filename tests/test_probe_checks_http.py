@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from rated import Tool, probing
+from rated import Tool, probe_checks
 from rated.outcome import OutcomeKind
-from rated.probing import http_check
+from rated.probe_checks import http_check
 from self_signed import self_signed
 
 HOST = "127.0.0.1"
@@ -75,7 +75,7 @@ def endpoint() -> Iterator[Callable[..., tuple[int, list]]]:
 
 @pytest.fixture(autouse=True)
 def _fresh_warnings(monkeypatch):
-    monkeypatch.setattr(probing, "_warned", set(), raising=False)  # each test sees its own first warning
+    monkeypatch.setattr(probe_checks, "_warned", set())  # each test sees its own first warning
 
 
 def tool(url: str, source: str = "custom") -> Tool:
@@ -106,7 +106,7 @@ def test_a_redirect_loop_is_followed_a_few_hops_and_is_an_answer(endpoint):
     """httpx's TooManyRedirects (after 20 hops, each with its own timeouts) was a tool_error."""
     port, seen = endpoint({"/loop": (302, {"Location": "/loop"})})
     assert http_check(timeout=5)(tool(f"http://127.0.0.1:{port}/loop")).kind is OutcomeKind.SUCCESS
-    assert len(seen) == 1 + probing._MAX_HOPS
+    assert len(seen) == 1 + probe_checks._MAX_HOPS
 
 
 def test_credentials_and_tokens_in_an_endpoint_are_neither_sent_nor_logged(endpoint, caplog):
@@ -140,14 +140,14 @@ def test_a_certificate_this_host_does_not_trust_records_nothing_and_says_how_to_
     url = f"https://127.0.0.1:{port}/mcp"
     checks = [http_check(timeout=5)]
     if importlib.util.find_spec("mcp") is not None:  # the service extra: MCP servers' tools too
-        from rated.probing import mcp_check
+        from rated.probe_checks import mcp_check
 
         checks.append(lambda t: mcp_check(timeout=5)(t.model_copy(update={"source": "mcp"})))
-    with caplog.at_level(logging.WARNING, logger="rated.probing"):
+    with caplog.at_level(logging.WARNING, logger="rated.probe_checks"):
         for check in checks:
             assert check(tool(url)) is None
             assert check(tool(url)) is None
-    warned = [r.getMessage() for r in caplog.records if r.name == "rated.probing"]
+    warned = [r.getMessage() for r in caplog.records if r.name == "rated.probe_checks"]
     assert len(warned) == 1 and "127.0.0.1" in warned[0] and "SSL_CERT_FILE" in warned[0]
     monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # what the warning says to do
     assert http_check(timeout=5)(tool(url)).kind is OutcomeKind.SUCCESS
@@ -188,7 +188,7 @@ def test_without_the_mcp_sdk_mcp_servers_tools_get_the_http_check_and_no_warning
     endpoint, monkeypatch, caplog
 ):
     from rated.errors import ConfigError
-    from rated.probing import default_check, mcp_check
+    from rated.probe_checks import default_check, mcp_check
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
@@ -197,7 +197,7 @@ def test_without_the_mcp_sdk_mcp_servers_tools_get_the_http_check_and_no_warning
     with pytest.raises(ConfigError, match=r"needs the mcp SDK: pip install 'rated\[service\]'"):
         mcp_check(timeout=5)
     port, seen = endpoint()
-    with caplog.at_level(logging.WARNING, logger="rated.probing"):
+    with caplog.at_level(logging.WARNING, logger="rated.probe_checks"):
         check = default_check(timeout=5)
     assert caplog.records == []  # the client extra: expected, not worth a warning
     assert check(tool(f"http://{HOST}:{port}/mcp", source="mcp")).kind is OutcomeKind.SUCCESS
