@@ -53,7 +53,8 @@ from rated.shown import shown
 
 __all__ = ["KINDS", "ToolObject", "read_objects", "tools_from_objects"]
 
-# what an object was read as; the first four can be called (``rated.toolbox``, ``rated.object_calls``), the last two cannot
+# what an object was read as; the first four can be called (``rated.toolbox``, ``rated.object_calls``),
+# the last two cannot
 KINDS = ("python", "langchain", "llamaindex", "crewai", "mcp", "definition")
 _EXPECTED = (
     "expected a function or other callable, a LangChain, LlamaIndex or CrewAI tool, an MCP Tool, "
