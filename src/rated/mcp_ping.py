@@ -52,7 +52,15 @@ from urllib.parse import urlsplit
 
 from rated.classify import outcome_from_exception, outcome_from_status
 from rated.outcome import Outcome, OutcomeKind
-from rated.probe_checks import _bare_url, _bounded, _down, _not_the_tools, _resolved, _unchecked
+from rated.probe_checks import (
+    _bare_url,
+    _bounded,
+    _down,
+    _not_the_tools,
+    _resolved,
+    _resolver_silent,
+    _unchecked,
+)
 from rated.probe_threads import NoThread
 
 __all__ = ["aping", "load_sdk", "mcp_url", "ping"]
@@ -100,7 +108,7 @@ async def aping(url: str, timeout: float) -> Outcome | None:
         return None
     deadline = time.monotonic() + timeout
     if not await _in_thread(lambda: _resolved(url, deadline), abandon_on_cancel=True):
-        _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
+        _resolver_silent(url, timeout)
         return None
     return await _ping(url, max(deadline - time.monotonic(), 0.001))
 

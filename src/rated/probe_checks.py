@@ -205,8 +205,7 @@ def _bounded(
     with its own timeouts (the MCP ping's deadline), and its answer is dropped. ``NoThread`` when the
     lookup's thread or ``ask``'s does not start."""
     deadline = time.monotonic() + timeout
-    if not _resolved(url, deadline):
-        _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
+    if not _resolved_in_time(url, deadline, timeout):
         return None
     done = threading.Event()
     answer: list[tuple[bool, Any]] = []
@@ -235,24 +234,54 @@ def _bounded(
 
 async def _abounded(timeout: float, url: str | None, pending: Awaitable[Any]) -> Any:
     """``_bounded`` on an event loop: what ``pending`` (a check under way) gives, within ``timeout`` seconds
-    in all. The host of ``url`` (None: nothing to resolve) is resolved first (``_aresolve``): a resolver
-    that has not answered by the deadline is this host's failure (``None``, a warning once per host, the
-    check dropped unawaited); a check that has not raises ``TimeoutError`` (classified ``timeout``). A
-    lookup that does not start (``NoThread``) or is cancelled drops the check too, and raises."""
+    in all. The host of ``url`` (None: nothing to resolve) is resolved first (``_aresolved_in_time``): a
+    resolver that has not answered by the deadline is this host's failure (``None``, a warning once per
+    host, the check dropped unawaited); a check that has not raises ``TimeoutError`` (classified
+    ``timeout``). A lookup that does not start (``NoThread``) or is cancelled drops the check too, and
+    raises."""
     deadline = asyncio.get_running_loop().time() + timeout
-    if url is not None:
-        try:
-            async with asyncio.timeout_at(deadline):
-                await _aresolve(url)
-        except TimeoutError:
-            _drop(pending)
-            _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
-            return None
-        except BaseException:
-            _drop(pending)
-            raise
+    try:
+        resolved = await _aresolved_in_time(url, deadline, timeout)
+    except BaseException:  # the lookup's thread did not start (NoThread), or the probe was cancelled
+        _drop(pending)
+        raise
+    if not resolved:
+        _drop(pending)
+        return None
     async with asyncio.timeout_at(deadline):
         return await pending
+
+
+def _resolved_in_time(url: str | None, deadline: float, timeout: float) -> bool:
+    """Whether a check of ``url`` may go on: its host (none for None) has been looked up by ``deadline``
+    (``time.monotonic()`` seconds; ``_resolved``). If not, it is this host's failure: the caller gives up
+    (recording nothing), and ``_resolver_silent`` says so once per host. ``timeout``: the check's, for the
+    warning."""
+    if url is None or _resolved(url, deadline):
+        return True
+    _resolver_silent(url, timeout)
+    return False
+
+
+async def _aresolved_in_time(url: str | None, deadline: float, timeout: float) -> bool:
+    """``_resolved_in_time`` on an event loop (``deadline`` in the loop's time): the lookup awaited
+    (``_aresolve``) until the deadline, which cancels the wait. ``NoThread`` when the lookup's thread does
+    not start."""
+    if url is None:
+        return True
+    try:
+        async with asyncio.timeout_at(deadline):
+            await _aresolve(url)
+    except TimeoutError:
+        _resolver_silent(url, timeout)
+        return False
+    return True
+
+
+def _resolver_silent(url: str, timeout: float) -> None:
+    """Warn (once per host) that probes of tools at ``url`` record nothing: this host's resolver did not
+    answer for it within ``timeout`` seconds."""
+    _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
 
 
 async def _aresolve(url: str) -> None:

@@ -52,9 +52,8 @@ from rated.probe_checks import (
     _abounded,
     _bare_url,
     _OwnDeadline,
-    _resolved,
+    _resolved_in_time,
     _timeout,
-    _unchecked,
     default_check,
     http_check,
     mcp_check,
@@ -212,9 +211,9 @@ def _round(
 
 def _run_check(check: Check, tool: Tool, timeout: float) -> Any:
     """``check(tool)``'s answer within ``timeout`` seconds in all (what it raises is raised), name
-    resolution included: the host of the tool's http(s) endpoint is looked up first (``_resolved``), and a
-    resolver that has not answered by the deadline is this host's failure (None, a warning once per host);
-    a check that has not returned is ``timeout``.
+    resolution included: the host of the tool's http(s) endpoint is looked up first
+    (``_resolved_in_time``), and a resolver that has not answered by the deadline is this host's failure
+    (None, a warning once per host); a check that has not returned is ``timeout``.
 
     The check runs in one of ``_CHECK_THREADS`` reused daemon threads (``_CHECKS``), so that a check that
     hangs holds one of them until it returns rather than the round (and a prober's thread: no round would
@@ -229,9 +228,7 @@ def _run_check(check: Check, tool: Tool, timeout: float) -> Any:
     if isinstance(check, _OwnDeadline) and check.timeout <= timeout:
         return check(tool)
     deadline = time.monotonic() + timeout
-    url = _bare_url(tool.endpoint)
-    if url is not None and not _resolved(url, deadline):
-        _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
+    if not _resolved_in_time(_bare_url(tool.endpoint), deadline, timeout):
         return None
     job = _CHECKS.run(_check_key(check, tool), lambda: check(tool))
     try:
