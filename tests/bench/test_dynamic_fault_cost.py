@@ -84,12 +84,35 @@ def test_dynamic_with_tune_reports_the_objective(
 ) -> None:
     out = tmp_path / "r.json"
     args = ["bench", "dynamic", "--dataset", str(data), "--scenario", "recovery", *FAST, "--seeds", "1"]
-    args += ["--tune", "--methods", "static", "breaker", "--fault-cost", "1", "--out", str(out)]
-    assert main(args) == 0
+    args += ["--tune", "--methods", "static", "breaker", "rated", "--fixed", "rated"]
+    assert main([*args, "--fault-cost", "0.5", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
-    assert report["tuning"]["fault_cost"] == 1.0
-    assert "settings tuned for Post-Fail SR - 1 x FSR" in capsys.readouterr().out
-    assert "tuned for" not in markdown_table({**report, "tuning": {**report["tuning"], "fault_cost": 0.0}})
+    assert report["tuning"]["fault_cost"] == 0.5
+    printed = capsys.readouterr().out
+    assert "settings tuned for Post-Fail SR - 0.5 x FSR" in printed
+    # the objective per seed, its mean, and paired differences of it (higher is better)
+    breaker, rated = report["methods"]["breaker"], report["methods"]["rated"]
+    for m in (breaker, rated):
+        nets = [r["post_fail_sr"] - 0.5 * r["fsr"] for r in m["per_seed"]]
+        assert [r["net"] for r in m["per_seed"]] == pytest.approx(nets)
+        assert m["net"]["mean"] == pytest.approx(sum(nets) / len(nets))
+    diff = report["paired"]["rated - breaker"]["net"]
+    assert diff["mean"] == pytest.approx(rated["net"]["mean"] - breaker["net"]["mean"])
+    assert diff["a_better"] == int(rated["per_seed"][0]["net"] > breaker["per_seed"][0]["net"] + 1e-12)
+    assert "| method | Post-Fail SR % | FSR % | SR - 0.5 x FSR % | regret (pts) |" in printed
+    assert "Paired, Post-Fail SR - 0.5 x FSR: rated - static " in printed
+    assert "rated - oracle" not in printed.split("Paired, Post-Fail SR - 0.5")[1]
+    # tuned for success alone: no objective in the heading, no column
+    plain = markdown_table({**report, "tuning": {**report["tuning"], "fault_cost": 0.0}})
+    assert "tuned for" not in plain and "x FSR" not in plain
+
+
+def test_without_a_price_the_report_has_no_net(data: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    args = ["bench", "dynamic", "--dataset", str(data), "--scenario", "recovery", *FAST, "--seeds", "1"]
+    assert main([*args, "--methods", "static", "rated", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert "net" not in report["methods"]["rated"] and "net" not in report["paired"]["rated - static"]
 
 
 @pytest.mark.parametrize(

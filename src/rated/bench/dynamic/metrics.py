@@ -101,6 +101,9 @@ def aggregate(
     return out
 
 
+HIGHER_IS_BETTER = ("post_fail_sr", "net")  # paired: the others (faults, regret, steps) are better lower
+
+
 def paired(
     a: Sequence[Mapping[str, float | int | None]],
     b: Sequence[Mapping[str, float | int | None]],
@@ -110,7 +113,7 @@ def paired(
     out: dict[str, dict[str, float | int]] = {}
     for key in keys:
         d = np.array([float(x[key]) - float(y[key]) for x, y in zip(a, b, strict=True)])  # type: ignore[arg-type]
-        better = d > 1e-12 if key == "post_fail_sr" else d < -1e-12
+        better = d > 1e-12 if key in HIGHER_IS_BETTER else d < -1e-12
         out[key] = {
             "mean": float(d.mean()),
             "std": float(d.std(ddof=1)) if len(d) > 1 else 0.0,

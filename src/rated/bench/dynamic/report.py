@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from rated.bench.dynamic.metrics import aggregate
+from rated.bench.dynamic.metrics import paired as paired_diffs
 from rated.bench.dynamic.runner import BenchResult
 from rated.plural import counted
 
@@ -57,25 +59,38 @@ def best_baseline(result: BenchResult, single_call: bool = True) -> str | None:
     return max(candidates, key=lambda m: summary[m]["post_fail_sr"]["mean"])
 
 
+def _with_net(per_seed: dict[str, list[dict[str, Any]]], cost: float) -> dict[str, list[dict[str, Any]]]:
+    """Each seed's row with ``net`` = Post-Fail SR - ``cost`` x FSR, the objective the settings were tuned
+    for, when they were tuned with a price per failed call (rows unchanged otherwise)."""
+    if not cost:
+        return per_seed
+    return {
+        label: [{**row, "net": row["post_fail_sr"] - cost * row["fsr"]} for row in rows]
+        for label, rows in per_seed.items()
+    }
+
+
 def to_json(result: BenchResult, tuning: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report of one benchmark run, in the shape issue 5 asks for (plus context fields)."""
     cfg = result.config
-    summary = result.summary()
+    cost = float((tuning or {}).get("fault_cost") or 0.0)
+    per_seed = _with_net(result.per_seed, cost)
     methods: dict[str, Any] = {}
     for label, spec in result.methods.items():
         methods[label] = {
-            **summary[label],
+            **aggregate(per_seed[label]),
             "policy": spec.policy,
             "retriever": spec.retriever,
             "params": json_params(spec.params),
             "seconds": result.seconds.get(label, 0.0),
-            "per_seed": result.per_seed[label],
+            "per_seed": per_seed[label],
         }
+    keys = ("post_fail_sr", "fsr", "regret", "net") if cost else ("post_fail_sr", "fsr", "regret")
     paired: dict[str, Any] = {}
-    if "rated" in result.per_seed:
-        for label in result.per_seed:
+    if "rated" in per_seed:
+        for label in per_seed:
             if label != "rated":
-                paired[f"rated - {label}"] = result.paired_with("rated", label)
+                paired[f"rated - {label}"] = paired_diffs(per_seed["rated"], per_seed[label], keys)
     rep = np.array(result.repetition)
     return _clean(
         {
@@ -135,14 +150,17 @@ def markdown_table(report: dict[str, Any]) -> str:
         f"{counted(len(report['seeds']), 'seed')}, probes {report['probes']['interval'] or 'off'}"
         f"{_objective(report)}\n\n"
     )
+    cost = (report.get("tuning") or {}).get("fault_cost")
+    net = f" SR - {cost:g} x FSR % |" if cost else ""
     rows = [
-        "| method | Post-Fail SR % | FSR % | regret (pts) | adapt. steps | adapt. vs oracle | probes |",
-        "|---|---|---|---|---|---|---|",
+        f"| method | Post-Fail SR % | FSR % |{net} regret (pts) | adapt. steps | adapt. vs oracle | probes |",
+        "|---|---|---|" + ("---|" if cost else "") + "---|---|---|---|",
     ]
     for label, m in report["methods"].items():
         cells = [
             _fmt(m["post_fail_sr"], pct=True),
             _fmt(m["fsr"], pct=True),
+            *([_fmt(m["net"], pct=True)] if cost else []),
             _fmt(m["regret"], pct=True),
             _fmt(m["adaptation_steps"], 0),
             _fmt(m["adaptation_steps_oracle"], 0),
@@ -156,11 +174,27 @@ def markdown_table(report: dict[str, Any]) -> str:
         d = report["paired"][key]
         tail = (
             f"\nPaired, rated - {best} (best single-call baseline): Post-Fail SR "
-            f"{100 * d['post_fail_sr']['mean']:+.2f} ± {100 * d['post_fail_sr']['std']:.2f} pts, "
-            f"rated ahead on {d['post_fail_sr']['a_better']}/{d['post_fail_sr']['seeds']} seeds; FSR "
-            f"{100 * d['fsr']['mean']:+.2f} pts.\n"
+            f"{_paired(d['post_fail_sr'])}; FSR {100 * d['fsr']['mean']:+.2f} pts.\n"
         )
+        if cost:
+            nets = [
+                f"{label} {_paired(p['net'])}"
+                for label, p in report["paired"].items()
+                if "net" in p and not _is_rated_or_oracle(label.removeprefix("rated - "), report)
+            ]
+            tail += f"Paired, Post-Fail SR - {cost:g} x FSR: " + "; ".join(nets) + ".\n"
     return head + "\n".join(rows) + "\n" + tail
+
+
+def _paired(d: dict[str, Any]) -> str:
+    """A paired difference in points: mean ± std, and on how many seeds rated was ahead."""
+    ahead = f"rated ahead on {d['a_better']}/{d['seeds']} seeds"
+    return f"{100 * d['mean']:+.2f} ± {100 * d['std']:.2f} pts, {ahead}"
+
+
+def _is_rated_or_oracle(label: str, report: dict[str, Any]) -> bool:
+    policy = report["methods"].get(label, {}).get("policy")
+    return policy in NOT_BASELINES
 
 
 def plot_curves(report: dict[str, Any], path: str | Path, only: Sequence[str] | None = None) -> Path:
