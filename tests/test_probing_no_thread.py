@@ -160,9 +160,7 @@ def test_aping_without_a_worker_thread_records_nothing(monkeypatch, caplog, load
         real(self)
 
     monkeypatch.setattr(threading.Thread, "start", start)
-    # a tool without an endpoint: aprobe looks no host up, so aping looks HOST up itself (it does not
-    # look up again a host aprobe looked up for the tool: test_probing_one_lookup.py)
-    r = suspected("a", None)
+    r = suspected("a", HOST)
     caplog.set_level(logging.WARNING, logger="rated.probing")
     [result] = asyncio.run(aprobe(r, lambda tool: mcp_ping.aping(HOST, 1.0), budget=1, timeout=1.0))
     assert result.outcome is None

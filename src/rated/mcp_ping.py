@@ -19,17 +19,17 @@ What the answer means, first rule that applies:
 - no answer within ``timeout``: ``timeout``; a refused or dropped connection, or an internal error the
   server answered: ``tool_error``.
 
-``ping`` and ``aping`` keep to ``timeout`` in all, name resolution included: the server's host is looked up
-first, in the probes' shared lookup threads (``rated.probe_checks._resolved``), and a resolver that has not
+``ping`` and ``aping`` keep to ``timeout`` in all, name resolution included: the server's host is looked
+up first, in the probes' shared lookup threads (``rated.probe_checks._resolved``), and a resolver that has not
 answered by the deadline is this host's failure, ``None``: the server was never asked, and agents reach it
-from hosts of their own; ``aping`` in a check of ``rated.probing.aprobe``, which looked the host up within its
-own deadline, does not look it up again. (Left to the SDK, the lookup was cancelled at the deadline and the
-ping counted as the server's ``timeout``, while the lookup held a thread of the event loop's executor, and
-``ping``'s loop from closing, until the resolver gave up.) ``ping``'s thread ends at the deadline too, its
+from hosts of their own. (Left to the SDK, the lookup was cancelled at the deadline and the ping counted as
+the server's ``timeout``, while the lookup held a thread of the event loop's executor, and ``ping``'s
+loop from closing, until the resolver gave up.) ``ping``'s thread ends at the deadline too, its
 connections closed: the ping's ``fail_after`` cancels the session however slowly a server drips its answer
-(each byte resets the HTTP client's read timeout, which alone would hold it for minutes, or for ever). A
-thread of the ping's (the lookup's, ``ping``'s, ``aping``'s worker) that does not start, this process starting
-no more, raises ``rated.probe_threads.NoThread``: this host's failure, which a probe records as nothing.
+(each byte resets the HTTP client's read timeout, which alone would hold it for minutes, or for ever).
+A thread of the ping's (the lookup's, ``ping``'s, ``aping``'s worker) that does not start, this process
+starting no more, raises ``rated.probe_threads.NoThread``: this host's failure, which a probe records as
+nothing.
 
 The SDK's client is imported before the deadline starts: half a second or more on a busy host, which
 counted against it made the first probe of each process (each ``rated serve`` worker) a ``timeout``. It
@@ -56,7 +56,6 @@ from rated.probe_checks import (
     _bare_url,
     _bounded,
     _down,
-    _looked_up,
     _not_the_tools,
     _resolved,
     _resolver_silent,
@@ -97,9 +96,7 @@ async def aping(url: str, timeout: float) -> Outcome | None:
     ``timeout`` seconds; None when nothing can be said of the server (see the module's rules). A resolver
     that has not answered for the server's host within ``timeout`` is one of those: ``None`` (the server
     was never asked), not ``timeout``, as with ``ping``. The wait for the lookup holds a worker thread of
-    anyio's for up to ``timeout`` seconds; the lookup itself runs in the probes' shared threads. Awaited in
-    a check of ``aprobe`` whose tool's endpoint has the same host and port, it does not look the host up
-    again: ``aprobe`` did, within its deadline, which still bounds the ping (``_looked_up``)."""
+    anyio's for up to ``timeout`` seconds; the lookup itself runs in the probes' shared threads."""
 
     try:
         if _loaded:  # imported: names looked up in sys.modules
@@ -110,9 +107,7 @@ async def aping(url: str, timeout: float) -> Outcome | None:
         _unchecked(url, f"the mcp SDK's client does not import: {exc}")
         return None
     deadline = time.monotonic() + timeout
-    # aprobe looked the host up already, within its deadline, when the check it awaits pings it
-    looked_up = _looked_up(url)
-    if not looked_up and not await _in_thread(lambda: _resolved(url, deadline), abandon_on_cancel=True):
+    if not await _in_thread(lambda: _resolved(url, deadline), abandon_on_cancel=True):
         _resolver_silent(url, timeout)
         return None
     return await _ping(url, max(deadline - time.monotonic(), 0.001))

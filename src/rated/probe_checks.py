@@ -28,8 +28,7 @@ import ssl
 import threading
 import time
 import urllib.request
-from collections.abc import Awaitable, Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable
 from importlib import metadata
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -60,9 +59,6 @@ _warned: set[tuple[str, str]] = set()  # (host, reason) of the probes logged as 
 #: a lookup the resolver does not answer holds one until the resolver gives up (seconds to minutes)
 _RESOLVE_THREADS = 4
 _RESOLVERS = Pool("rated-probe-resolve", _RESOLVE_THREADS)
-#: while ``_abounded`` awaits a check: the host (``_lookup_name``) it looked up first, and the check's
-#: deadline (``time.monotonic()``); context-local, so only code of that check sees it (``_looked_up``)
-_LOOKED_UP: ContextVar[tuple[tuple[str, int], float] | None] = ContextVar("rated_looked_up", default=None)
 
 
 def _timeout(timeout: Any) -> float:
@@ -242,8 +238,7 @@ async def _abounded(timeout: float, url: str | None, pending: Awaitable[Any]) ->
     resolver that has not answered by the deadline is this host's failure (``None``, a warning once per
     host, the check dropped unawaited); a check that has not raises ``TimeoutError`` (classified
     ``timeout``). A lookup that does not start (``NoThread``) or is cancelled drops the check too, and
-    raises. While the check is awaited, its code may take the host as looked up (``_looked_up``: an MCP
-    ping of it does not look it up again)."""
+    raises."""
     deadline = asyncio.get_running_loop().time() + timeout
     try:
         resolved = await _aresolved_in_time(url, deadline, timeout)
@@ -253,9 +248,8 @@ async def _abounded(timeout: float, url: str | None, pending: Awaitable[Any]) ->
     if not resolved:
         _drop(pending)
         return None
-    with _looked_up_until(url, deadline - asyncio.get_running_loop().time()):
-        async with asyncio.timeout_at(deadline):
-            return await pending
+    async with asyncio.timeout_at(deadline):
+        return await pending
 
 
 def _resolved_in_time(url: str | None, deadline: float, timeout: float) -> bool:
@@ -288,29 +282,6 @@ def _resolver_silent(url: str, timeout: float) -> None:
     """Warn (once per host) that probes of tools at ``url`` record nothing: this host's resolver did not
     answer for it within ``timeout`` seconds."""
     _unchecked(url, f"name resolution did not answer within {timeout:g} s on this host")
-
-
-@contextlib.contextmanager
-def _looked_up_until(url: str | None, left: float) -> Iterator[None]:
-    """Within: the host of ``url`` (if a name) counts as looked up for ``left`` seconds more (``_looked_up``)
-    in this context, that of the check ``_abounded`` awaits (and of the tasks it starts, which copy it)."""
-    name = _lookup_name(url) if url is not None else None
-    if name is None:
-        yield
-        return
-    token = _LOOKED_UP.set((name, time.monotonic() + left))
-    try:
-        yield
-    finally:
-        _LOOKED_UP.reset(token)
-
-
-def _looked_up(url: str) -> bool:
-    """Whether the check running here (``_abounded``) looked the host of ``url`` up before it started, and
-    its deadline is not over: the resolver answered for that name, and the deadline bounds what follows,
-    so a ping of that host in the check (``rated.mcp_ping.aping``) need not look it up again."""
-    seen = _LOOKED_UP.get()
-    return seen is not None and time.monotonic() < seen[1] and seen[0] == _lookup_name(url)
 
 
 async def _aresolve(url: str) -> None:
