@@ -65,7 +65,9 @@ def up(tool: Tool) -> str:
 
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [
-        r.getMessage() for r in caplog.records if r.name == "rated.probing" and r.levelno >= logging.WARNING
+        r.getMessage()
+        for r in caplog.records
+        if r.name in ("rated.probing", "rated.probe_checks") and r.levelno >= logging.WARNING
     ]
 
 

@@ -113,8 +113,8 @@ def run(call: TrackedCall, entry: ToolObject, arguments: object, parsers: Parser
 
 
 def in_worker_thread(entry: ToolObject) -> bool:
-    """Whether ``entry``'s object is awaited by running ``run`` in a worker thread (plain functions and
-    CrewAI tools) rather than by ``arun``."""
+    """Whether ``Toolbox.arun`` awaits ``entry``'s object by running ``Toolbox.run`` in a worker thread
+    (plain functions and CrewAI tools) rather than by ``arun`` here."""
     kind = entry.kind
     if kind in ("langchain", "llamaindex") or (kind == "python" and _is_async(entry.obj)):
         return False

@@ -16,7 +16,7 @@ nothing. A tool that another process sharing ``db`` removed from the index is ne
 running it raises ``RemovedToolError`` (an ``UnknownToolError`` naming the database) before it runs.
 
 ``rated.object_calls`` says how each kind of object is called and what is checked before it runs (a
-caller error, where the framework does not check it): a function by name, its arguments converted to its
+caller error, where the framework does not check it): a function with keyword arguments, converted to its
 parameters' types; a LangChain, LlamaIndex or CrewAI tool as its framework calls it. An MCP tool or a
 definition has no callable here: call it through your client inside
 ``toolbox.retriever.track(tool_id, query)``. The arguments may be the JSON text a model wrote.

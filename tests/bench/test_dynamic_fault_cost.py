@@ -67,10 +67,24 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save_dataset(toy_dataset(), tmp_path_factory.mktemp("toy"))
 
 
-def test_tune_records_the_price_and_chooses_by_it(data: Path, tmp_path: Path) -> None:
+def test_tune_records_the_price_and_chooses_by_it(
+    data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from rated.bench.dynamic import tuning
+
+    prices: list[float] = []
+
+    def best(tried: list[dict], fault_cost: float) -> dict:
+        prices.append(fault_cost)
+        return real_best(tried, fault_cost)
+
+    real_best = tuning._best
+    monkeypatch.setattr(tuning, "_best", best)
     args = ["bench", "tune", "--dataset", str(data), "--scenario", "recovery", *FAST, "--val-seeds", "1"]
     out = tmp_path / "tuned.json"
     assert main([*args, "--methods", "breaker", "--fault-cost", "2", "--out", str(out)]) == 0
+    assert prices == [2.0]  # the CLI's price reached the choice
+    assert "settings chosen by validation Post-Fail SR - 2 x FSR" in capsys.readouterr().out
     payload = json.loads(out.read_text())
     assert payload["fault_cost"] == 2.0
     grid = payload["methods"]["breaker"]["grid"]
@@ -84,12 +98,12 @@ def test_dynamic_with_tune_reports_the_objective(
 ) -> None:
     out = tmp_path / "r.json"
     args = ["bench", "dynamic", "--dataset", str(data), "--scenario", "recovery", *FAST, "--seeds", "1"]
-    args += ["--tune", "--methods", "static", "breaker", "rated", "--fixed", "rated"]
+    args += ["--tune", "--methods", "static", "rated_no_feedback", "breaker", "rated", "--fixed", "rated"]
     assert main([*args, "--fault-cost", "0.5", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
     assert report["tuning"]["fault_cost"] == 0.5
     printed = capsys.readouterr().out
-    assert "settings tuned for Post-Fail SR - 0.5 x FSR" in printed
+    assert "tuned settings chosen by Post-Fail SR - 0.5 x FSR" in printed
     # the objective per seed, its mean, and paired differences of it (higher is better)
     breaker, rated = report["methods"]["breaker"], report["methods"]["rated"]
     for m in (breaker, rated):
@@ -101,10 +115,25 @@ def test_dynamic_with_tune_reports_the_objective(
     assert diff["a_better"] == int(rated["per_seed"][0]["net"] > breaker["per_seed"][0]["net"] + 1e-12)
     assert "| method | Post-Fail SR % | FSR % | SR - 0.5 x FSR % | regret (pts) |" in printed
     assert "Paired, Post-Fail SR - 0.5 x FSR: rated - static " in printed
-    assert "rated - oracle" not in printed.split("Paired, Post-Fail SR - 0.5")[1]
+    net_line = printed.split("Paired, Post-Fail SR - 0.5")[1]
+    assert "rated - breaker" in net_line  # baselines only: not RATED's own variants, not the oracle
+    assert "rated - oracle" not in net_line and "rated - rated_no_feedback" not in net_line
     # tuned for success alone: no objective in the heading, no column
     plain = markdown_table({**report, "tuning": {**report["tuning"], "fault_cost": 0.0}})
-    assert "tuned for" not in plain and "x FSR" not in plain
+    assert "tuned settings chosen" not in plain and "x FSR" not in plain
+
+
+def test_a_tuned_file_with_an_unusable_price_is_refused(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    tuned = tmp_path / "tuned.json"
+    tuned.write_text(json.dumps({"fault_cost": "1", "methods": {"breaker": {"params": {}}}}))
+    args = ["bench", "dynamic", "--dataset", str(data), "--scenario", "recovery", *FAST, "--seeds", "1"]
+    out = tmp_path / "r.json"
+    assert main([*args, "--methods", "breaker", "--tuned", str(tuned), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"--tuned {tuned}: the price per failed call must be a finite number >= 0, got '1'" in err
+    assert not out.exists()
 
 
 def test_without_a_price_the_report_has_no_net(data: Path, tmp_path: Path) -> None:

@@ -349,6 +349,13 @@ def _read_tuning(path: Path) -> dict[str, Any]:
             f"--tuned {path}: not tuned settings (expected 'methods' -> {{label: {{'params': ...}}}}, "
             "as 'rated bench tune' writes)"
         )
+    if "fault_cost" in payload:  # how they were chosen: the report says it, with the objective's column
+        from rated.bench.dynamic.tuning import check_fault_cost
+
+        try:
+            payload["fault_cost"] = check_fault_cost(payload["fault_cost"])
+        except ConfigError as exc:
+            raise ConfigError(f"--tuned {path}: {exc}") from None
     return payload
 
 
@@ -466,6 +473,8 @@ def _tune(args: argparse.Namespace) -> int:
         **tuning,
     }
     _write_json(args.out, payload)
+    if args.fault_cost:
+        _say(f"settings chosen by validation Post-Fail SR - {args.fault_cost:g} x FSR\n")
     _say("| method | chosen settings | validation Post-Fail SR | FSR | grid size |")
     _say("|---|---|---|---|---|")
     for label, r in tuning["methods"].items():

@@ -14,7 +14,15 @@ from rated.bench.dynamic.metrics import paired as paired_diffs
 from rated.bench.dynamic.runner import BenchResult
 from rated.plural import counted
 
-__all__ = ["best_baseline", "json_params", "markdown_table", "plot_curves", "to_json"]
+__all__ = [
+    "best_baseline",
+    "fault_cost",
+    "is_baseline",
+    "json_params",
+    "markdown_table",
+    "plot_curves",
+    "to_json",
+]
 
 NOT_BASELINES = ("rated", "oracle")
 MULTI_CALL = ("retry3",)  # methods that may call several tools per step
@@ -43,15 +51,23 @@ def _clean(x: Any) -> Any:
     return x
 
 
+def is_baseline(label: str, policy: str) -> bool:
+    """A method RATED is compared with: not RATED (nor a variant of it, ``rated_*``), not the oracle."""
+    return policy not in NOT_BASELINES and not label.startswith("rated")
+
+
+def fault_cost(report: dict[str, Any]) -> float:
+    """The price per failed call the tuned settings were chosen with (0: for success alone)."""
+    return float((report.get("tuning") or {}).get("fault_cost") or 0.0)
+
+
 def best_baseline(result: BenchResult, single_call: bool = True) -> str | None:
     """The baseline with the highest mean Post-Fail SR (by default among methods making one call per step)."""
     summary = result.summary()
     candidates = [
         label
         for label, spec in result.methods.items()
-        if spec.policy not in NOT_BASELINES
-        and not label.startswith("rated")
-        and spec.policy != "oracle"
+        if is_baseline(label, spec.policy)
         and not (single_call and (spec.policy in MULTI_CALL or (spec.attempts or 1) > 1))
     ]
     if not candidates:
@@ -73,7 +89,7 @@ def _with_net(per_seed: dict[str, list[dict[str, Any]]], cost: float) -> dict[st
 def to_json(result: BenchResult, tuning: dict[str, Any] | None = None) -> dict[str, Any]:
     """The report of one benchmark run, in the shape issue 5 asks for (plus context fields)."""
     cfg = result.config
-    cost = float((tuning or {}).get("fault_cost") or 0.0)
+    cost = fault_cost({"tuning": tuning})
     per_seed = _with_net(result.per_seed, cost)
     methods: dict[str, Any] = {}
     for label, spec in result.methods.items():
@@ -135,22 +151,23 @@ def _fmt(entry: dict[str, Any] | None, digits: int = 3, pct: bool = False) -> st
     return text + (f" ({never} never)" if never else "")
 
 
-def _objective(report: dict[str, Any]) -> str:
-    """How the settings were chosen, when not for success alone (a price per failed call)."""
-    cost = (report.get("tuning") or {}).get("fault_cost")
-    return f", settings tuned for Post-Fail SR - {cost:g} x FSR" if cost else ""
+def _objective(cost: float) -> str:
+    """How the tuned settings were chosen, when not for success alone (a price per failed call)."""
+    return f", tuned settings chosen by Post-Fail SR - {cost:g} x FSR" if cost else ""
 
 
 def markdown_table(report: dict[str, Any]) -> str:
-    """Methods as rows: Post-Fail SR and FSR in %, regret in points, adaptation steps, probes."""
+    """Methods as rows: Post-Fail SR and FSR in %, regret in points, adaptation steps, probes; with a price
+    per failed call (``--fault-cost``), the objective too, and RATED's paired lead on it over each
+    baseline."""
+    cost = fault_cost(report)
     head = (
         f"**{report['dataset']}**, scenario `{report['scenario']}`, failure rate {report['failure_rate']}, "
         f"{report['stream']} stream ({counted(report['steps'], 'step')}, onset {report['onset']}, "
         f"query repetition {100 * report['query_repetition_rate']['mean']:.0f}%), "
         f"{counted(len(report['seeds']), 'seed')}, probes {report['probes']['interval'] or 'off'}"
-        f"{_objective(report)}\n\n"
+        f"{_objective(cost)}\n\n"
     )
-    cost = (report.get("tuning") or {}).get("fault_cost")
     net = f" SR - {cost:g} x FSR % |" if cost else ""
     rows = [
         f"| method | Post-Fail SR % | FSR % |{net} regret (pts) | adapt. steps | adapt. vs oracle | probes |",
@@ -180,7 +197,7 @@ def markdown_table(report: dict[str, Any]) -> str:
             nets = [
                 f"{label} {_paired(p['net'])}"
                 for label, p in report["paired"].items()
-                if "net" in p and not _is_rated_or_oracle(label.removeprefix("rated - "), report)
+                if "net" in p and _baseline_in(report, label.removeprefix("rated - "))
             ]
             tail += f"Paired, Post-Fail SR - {cost:g} x FSR: " + "; ".join(nets) + ".\n"
     return head + "\n".join(rows) + "\n" + tail
@@ -192,9 +209,9 @@ def _paired(d: dict[str, Any]) -> str:
     return f"{100 * d['mean']:+.2f} ± {100 * d['std']:.2f} pts, {ahead}"
 
 
-def _is_rated_or_oracle(label: str, report: dict[str, Any]) -> bool:
-    policy = report["methods"].get(label, {}).get("policy")
-    return policy in NOT_BASELINES
+def _baseline_in(report: dict[str, Any], label: str) -> bool:
+    method = report["methods"].get(label)
+    return method is not None and is_baseline(label, method["policy"])
 
 
 def plot_curves(report: dict[str, Any], path: str | Path, only: Sequence[str] | None = None) -> Path:

@@ -16,7 +16,7 @@ import numpy as np
 
 from rated.bench.dataset import Dataset
 from rated.bench.dynamic.candidates import RETRIEVERS, CandidateTable, build_table
-from rated.bench.dynamic.metrics import adaptation_steps, aggregate, paired, summarise_run, trailing
+from rated.bench.dynamic.metrics import adaptation_steps, aggregate, summarise_run, trailing
 from rated.bench.dynamic.scenarios import ScenarioConfig, ScenarioRun, World, make_scenario
 from rated.bench.dynamic.simulator import (
     Draws,
@@ -203,9 +203,6 @@ class BenchResult:
 
     def summary(self) -> dict[str, dict[str, Any]]:
         return {label: aggregate(rows) for label, rows in self.per_seed.items()}
-
-    def paired_with(self, a: str, b: str) -> dict[str, dict[str, float | int]]:
-        return paired(self.per_seed[a], self.per_seed[b])
 
 
 def _effective_scenario(cfg: BenchConfig, n_queries: int, notes: list[str]) -> ScenarioConfig:

@@ -27,8 +27,9 @@ Starting values come from libraries practitioners use:
 Selection: the highest mean Post-Fail SR over the validation seeds; ties (within 1e-4) go to the lower
 FSR, then to the earlier grid point. With a price per failed call (``fault_cost`` c > 0, the CLI's
 ``--fault-cost``): the highest mean ``Post-Fail SR - c x FSR`` instead, for every method alike: both are
-shares of the post-onset steps, so c = 1 counts a call into a failing tool (latency, an error the agent
-handles, a retry) as costly as a step without success. The default (0) tunes for success alone.
+counted per post-onset step (successes; calls into failing tools, every attempt of a multi-call method),
+so c = 1 counts a call into a failing tool (latency, an error the agent handles, a retry) as costly as a
+step without success. The default (0) tunes for success alone.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ import numpy as np
 
 from rated.bench.dynamic.runner import MethodSpec, Prepared, method_rows
 from rated.errors import ConfigError
+from rated.shown import shown
 
 __all__ = ["GRIDS", "RATED_GRID", "TuneResult", "check_fault_cost", "grid_points", "tune", "tune_all"]
 
@@ -199,7 +201,7 @@ def tune_all(
 def check_fault_cost(value: Any) -> float:
     """``fault_cost`` as a float, refused unless a finite number >= 0 (a negative price rewards faults)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ConfigError(f"the price per failed call must be a finite number >= 0, got {value!r}")
+        raise ConfigError(f"the price per failed call must be a finite number >= 0, got {shown(value)}")
     return float(value)
 
 
