@@ -1,14 +1,15 @@
 """Summarise ``rated bench dynamic --tune --fault-cost C`` runs (section 5.3 of docs/dynamic-benchmark.md):
 every method tuned on the validation seeds for ``Post-Fail SR - C x FSR`` instead of success alone.
 
-    python docs/dynamic-benchmark/fault_cost_summary.py RUNS_DIR [--apply]
+    python docs/dynamic-benchmark/fault_cost_summary.py RUNS_DIR [--plot PNG] [--apply]
 
 RUNS_DIR holds one JSON per configuration, named as the doc's configurations (``stb-recovery-0.2.json``...),
 each written by the command of section 5 with ``--fault-cost C`` added. Prints a markdown table: RATED's
 Post-Fail SR, FSR and its ratio to static's, the objective, the baseline with the best objective and RATED's
 paired lead over it, and over the tuned breaker, in points with the seeds RATED is ahead on; and, per
-configuration, RATED's Post-Fail SR lead over the best baseline by success. ``--apply`` stores compact
-entries ``fc<C>-NAME`` in ``results.json`` (rates rounded to 4 decimals).
+configuration, RATED's Post-Fail SR lead over the best baseline by success. ``--plot PNG`` draws the lead
+on the objective; ``--apply`` stores compact entries ``fc<C>-NAME`` in ``results.json`` (rates rounded to 4
+decimals).
 """
 
 from __future__ import annotations
@@ -57,6 +58,35 @@ def row(name: str, raw: dict) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def plot(runs: dict[str, dict], path: Path) -> Path:
+    """RATED's paired lead on the objective over the best baseline by it, per configuration (points, mean
+    and standard deviation over the paired seeds): a PNG."""
+    from rated.plotting import pyplot, save_png
+
+    names, means, stds = [], [], []
+    for name, raw in runs.items():
+        ms = raw["methods"]
+        baselines = [
+            b for b, m in ms.items() if is_baseline(b, m["policy"]) and m["policy"] not in MULTI_CALL
+        ]
+        best = max(baselines, key=lambda b: ms[b]["net"]["mean"])
+        d = raw["paired"][f"rated - {best}"]["net"]
+        names.append(f"{name} (vs {best})")
+        means.append(100 * d["mean"])
+        stds.append(100 * d["std"])
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(names) + 1.4))
+    colors = ["tab:green" if m > 0 else "tab:red" for m in means]
+    ax.barh(range(len(names)), means, xerr=stds, color=colors, capsize=3)
+    ax.set_yticks(range(len(names)), names, fontsize="small")
+    ax.invert_yaxis()
+    ax.axvline(0, color="black", linewidth=0.8)
+    cost = next(iter(runs.values()))["tuning"]["fault_cost"]
+    ax.set_xlabel(f"RATED - best baseline, Post-Fail SR - {cost:g} x FSR (points, paired seeds)")
+    ax.grid(axis="x", alpha=0.3)
+    return save_png(fig, path)
+
+
 def read_runs(folder: Path) -> dict[str, dict]:
     """The benchmark reports in ``folder`` by name; other JSON (a tuning payload) is skipped, and a report
     whose settings were not chosen with a price per failed call is refused, naming the file."""
@@ -103,6 +133,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", type=Path)
     ap.add_argument("--apply", action="store_true", help="store compact entries in results.json")
+    ap.add_argument("--plot", type=Path, help="PNG of RATED's lead on the objective per configuration")
     args = ap.parse_args()
     runs = read_runs(args.runs)
     print(
@@ -112,6 +143,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for name, raw in runs.items():
         print(row(name, raw))
+    if args.plot:
+        print(f"wrote {plot(runs, args.plot)}")
     if args.apply:
         results = json.loads(RESULTS.read_text(encoding="utf-8"))
         for name, raw in runs.items():
