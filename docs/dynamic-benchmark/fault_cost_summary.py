@@ -7,7 +7,8 @@ RUNS_DIR holds one JSON per configuration, named as the doc's configurations (``
 each written by the command of section 5 with ``--fault-cost C`` added. Prints a markdown table: RATED's
 Post-Fail SR, FSR and its ratio to static's, the objective, the baseline with the best objective and RATED's
 paired lead over it, and over the tuned breaker, in points with the seeds RATED is ahead on; and, per
-configuration, RATED's Post-Fail SR lead over the best baseline by success. ``--plot PNG`` draws the lead
+configuration, RATED's Post-Fail SR lead over the best baseline by success, and its lead on the objective
+at the settings tuned for success alone (``results.json``). ``--plot PNG`` draws the lead
 on the objective; ``--apply`` stores compact entries ``fc<C>-NAME`` in ``results.json`` (rates rounded to 4
 decimals).
 """
@@ -34,7 +35,29 @@ def _lead(paired: dict, label: str | None, key: str) -> str:
     return f"{label} {_pts(found[key])}" if found else "-"
 
 
-def row(name: str, raw: dict) -> str:
+def success_only_lead(name: str, raw: dict, results: dict) -> str:
+    """RATED's lead on the same objective at the settings tuned for success alone (``results.json``'s entry
+    of the configuration, same test seeds; means only, so no seed count), over the best of the run's
+    single-call baselines by it there; '-' when results.json has no such entry."""
+    stored = results.get(name, {}).get("methods")
+    if not stored or "rated" not in stored:
+        return "-"
+    cost = raw["tuning"]["fault_cost"]
+
+    def objective(label: str) -> float:
+        return stored[label]["post_fail_sr"][0] - cost * stored[label]["fsr"][0]
+
+    ms = raw["methods"]
+    baselines = [
+        b
+        for b, m in ms.items()
+        if is_baseline(b, m["policy"]) and m["policy"] not in MULTI_CALL and b in stored
+    ]
+    best = max(baselines, key=objective)
+    return f"{best} {100 * (objective('rated') - objective(best)):+.2f}"
+
+
+def row(name: str, raw: dict, results: dict) -> str:
     ms, paired = raw["methods"], raw["paired"]
     rated, static = ms["rated"], ms.get("static")
     baselines = [
@@ -54,6 +77,7 @@ def row(name: str, raw: dict) -> str:
         _lead(paired, best_net, "net"),
         _lead(paired, "breaker", "net"),
         _lead(paired, raw.get("best_baseline"), "post_fail_sr"),
+        success_only_lead(name, raw, results),
     ]
     return "| " + " | ".join(cells) + " |"
 
@@ -138,11 +162,13 @@ def main() -> None:
     runs = read_runs(args.runs)
     print(
         "| configuration | price C | RATED SR / FSR % | FSR / static's | RATED SR - C x FSR | best baseline "
-        "by it | RATED's lead on it (seeds ahead) | over the breaker | in SR over the best baseline by SR |"
+        "by it | RATED's lead on it (seeds ahead) | over the breaker | in SR over the best baseline by SR | "
+        "lead on it at the success-only settings |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    results = json.loads(RESULTS.read_text(encoding="utf-8"))
     for name, raw in runs.items():
-        print(row(name, raw))
+        print(row(name, raw, results))
     if args.plot:
         print(f"wrote {plot(runs, args.plot)}")
     if args.apply:
