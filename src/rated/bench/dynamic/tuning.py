@@ -210,7 +210,7 @@ def _best(tried: Sequence[Mapping[str, Any]], fault_cost: float) -> Mapping[str,
     FSR, then to the earlier grid point."""
 
     def objective(t: Mapping[str, Any]) -> float:
-        return t["post_fail_sr"] - fault_cost * t["fsr"] if fault_cost else t["post_fail_sr"]
+        return t["post_fail_sr"] - fault_cost * t["fsr"]  # success alone at price 0, exactly
 
     best = tried[0]
     for t in tried[1:]:
