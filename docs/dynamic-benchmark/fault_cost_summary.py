@@ -35,6 +35,17 @@ def _lead(paired: dict, label: str | None, key: str) -> str:
     return f"{label} {_pts(found[key])}" if found else "-"
 
 
+def single_call_baselines(methods: dict) -> list[str]:
+    """The run's baselines that call one tool per step (the report's rule: not RATED's, not the oracle)."""
+    return [b for b, m in methods.items() if is_baseline(b, m["policy"]) and m["policy"] not in MULTI_CALL]
+
+
+def best_by_objective(raw: dict) -> str | None:
+    """The single-call baseline with the highest mean objective in the run, or None without one."""
+    ms = raw["methods"]
+    return max(single_call_baselines(ms), key=lambda b: ms[b]["net"]["mean"], default=None)
+
+
 def success_only_lead(name: str, raw: dict, results: dict) -> str:
     """RATED's lead on the same objective at the settings tuned for success alone (``results.json``'s entry
     of the configuration, same test seeds; means only, so no seed count), over the best of the run's
@@ -47,23 +58,14 @@ def success_only_lead(name: str, raw: dict, results: dict) -> str:
     def objective(label: str) -> float:
         return stored[label]["post_fail_sr"][0] - cost * stored[label]["fsr"][0]
 
-    ms = raw["methods"]
-    baselines = [
-        b
-        for b, m in ms.items()
-        if is_baseline(b, m["policy"]) and m["policy"] not in MULTI_CALL and b in stored
-    ]
-    best = max(baselines, key=objective)
-    return f"{best} {100 * (objective('rated') - objective(best)):+.2f}"
+    best = max((b for b in single_call_baselines(raw["methods"]) if b in stored), key=objective, default=None)
+    return f"{best} {100 * (objective('rated') - objective(best)):+.2f}" if best else "-"
 
 
 def row(name: str, raw: dict, results: dict) -> str:
     ms, paired = raw["methods"], raw["paired"]
     rated, static = ms["rated"], ms.get("static")
-    baselines = [
-        label for label, m in ms.items() if is_baseline(label, m["policy"]) and m["policy"] not in MULTI_CALL
-    ]
-    best_net = max(baselines, key=lambda b: ms[b]["net"]["mean"]) if baselines else None
+    best_net = best_by_objective(raw)
     ratio = "-"
     if static and static["fsr"]["mean"] > 0:
         ratio = f"{rated['fsr']['mean'] / static['fsr']['mean']:.2f}x"
@@ -89,11 +91,9 @@ def plot(runs: dict[str, dict], path: Path) -> Path:
 
     names, means, stds = [], [], []
     for name, raw in runs.items():
-        ms = raw["methods"]
-        baselines = [
-            b for b, m in ms.items() if is_baseline(b, m["policy"]) and m["policy"] not in MULTI_CALL
-        ]
-        best = max(baselines, key=lambda b: ms[b]["net"]["mean"])
+        best = best_by_objective(raw)
+        if best is None:
+            continue
         d = raw["paired"][f"rated - {best}"]["net"]
         names.append(f"{name} (vs {best})")
         means.append(100 * d["mean"])
