@@ -177,6 +177,20 @@ def test_answers_no_rated_service_gives_are_service_errors(status, body, said):
     assert info.value.http_status == status and info.value.url == "http://rated.test/retrieve"
 
 
+def test_another_servers_html_page_is_quoted_on_one_line_before_the_hint():
+    """What `python -m http.server` (port 8000 too) answers a POST: the hint must not follow lines of HTML."""
+    page = (
+        "<!DOCTYPE HTML>\n<html lang='en'>\n    <head>\n        <meta charset='utf-8'>\n"
+        "        <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n"
+    )
+    with pytest.raises(ServiceError) as info:
+        answering(501, text=page).retrieve(QUERY)
+    message = str(info.value)
+    assert "\n" not in message
+    assert "answered 501 Not Implemented: <!DOCTYPE HTML> <html lang='en'> <head> <meta" in message
+    assert message.endswith("not a rated service's answer: is base_url the address of `rated serve`?")
+
+
 @pytest.mark.parametrize(
     ("exc", "effect"),
     [

@@ -95,7 +95,7 @@ def error_from_answer(response: httpx.Response, url: str, tool_id: str | None = 
         message = f"the rated service at {url} refused the request ({why}): {hint}"
         return ServiceAuthError(message, url, status)
     if error is None:
-        text = response.text[:_TEXT_SHOWN].strip()
+        text = " ".join(response.text[:_TEXT_SHOWN].split())  # another server's page, on one line
         return ServiceError(
             f"{url} answered {status} {response.reason_phrase}{f': {text}' if text else ''}, which is not a "
             "rated service's answer: is base_url the address of `rated serve`?",
