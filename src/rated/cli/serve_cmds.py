@@ -7,6 +7,8 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING
 
+from rated.extras import SERVICE_MODULES, require_extra
+
 if TYPE_CHECKING:
     from rated.retriever import Retriever
     from rated.service import Settings
@@ -59,6 +61,7 @@ def _probe_arguments(p: argparse.ArgumentParser, each: str) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    require_extra("rated serve", "service", SERVICE_MODULES)
     import uvicorn
 
     from rated.retriever import Retriever
@@ -106,6 +109,7 @@ def _announce(settings: Settings, retriever: Retriever) -> None:
 
 
 def _mcp(args: argparse.Namespace) -> int:
+    require_extra("rated mcp", "service", SERVICE_MODULES)
     from rated.retriever import Retriever
     from rated.service import Settings
     from rated.service.mcp_server import build_mcp_server

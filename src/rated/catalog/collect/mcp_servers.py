@@ -41,6 +41,7 @@ from rated.catalog.collect.base import auth_from_credentials
 from rated.catalog.loaders import load_catalog
 from rated.catalog.schema import Auth, AuthType, Provenance, Tool
 from rated.errors import CatalogError, CatalogProblem, ConfigError
+from rated.extras import require_extra
 from rated.shown import shown
 from rated.validation_text import pydantic_reason
 
@@ -216,6 +217,7 @@ async def aread_server(
     """Connect to (or start) ``server``, list its tools within ``timeout`` seconds, and convert them."""
     import anyio
 
+    require_extra("listing an MCP server's tools", "service", ("mcp",))
     server = _as_server(server, name)
     if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         raise ConfigError(f"the MCP timeout must be a number of seconds > 0, got {shown(timeout)}")
