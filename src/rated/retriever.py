@@ -24,51 +24,33 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 import numpy as np
 
 from rated import retriever_setup as setup
 from rated.catalog.schema import Tool
-from rated.catalog_sync import SyncPlan, SyncReport, plan_sync
+from rated.catalog_sync import SyncReport
 from rated.encode.base import Encoder
 from rated.encode.query_cache import DEFAULT_QUERY_CACHE, QueryCache
-from rated.errors import (
-    ConfigError,
-    IndexFormatError,
-    QueryError,
-    StoreError,
-    ToolExistsError,
-    UnknownToolError,
-)
+from rated.errors import ConfigError, IndexFormatError, QueryError
 from rated.hits import Hit, ToolHealth
-from rated.index.semantic import SemanticIndex, dense_kind
-from rated.outcome import Outcome, OutcomeKind, finite_seconds
-from rated.policy.base import BasePolicy, Candidates, Feedback, Policy, Ranking, all_finite
-from rated.retired import STATUSES, RetiredRule, weigh
+from rated.index.semantic import SemanticIndex
+from rated.policy.base import BasePolicy, Candidates, Policy, Ranking, all_finite
+from rated.retired import RetiredRule
+from rated.retriever_changes import CatalogChanges
+from rated.retriever_feedback import OutcomeReports
 from rated.shown import shown
-from rated.store.base import (
-    CatalogChangedError,
-    IndexExistsError,
-    LastToolError,
-    OutcomeRecord,
-    OutcomeStats,
-    Store,
-)
-from rated.store.codec import decode_state, encode_state
+from rated.store.base import IndexExistsError, OutcomeRecord, OutcomeStats, Store
 from rated.store.memory import MemoryStore
 from rated.store.meta import EncoderIdentity, IndexMeta
 from rated.store.open import open_store
-from rated.store.rows import IdSpellings
-from rated.stored_tool import StoredTool, record_digest
-from rated.tool_filter import FacetTable, PoolFilter, ToolFilter
-from rated.tracking import AsyncTrackedCall, TrackedCall
+from rated.tool_filter import PoolFilter, ToolFilter
 
 __all__ = ["DEFAULT_POLICY", "Hit", "Retriever", "SyncReport", "ToolHealth"]
 
@@ -79,12 +61,9 @@ _BANDIT_NAMES = ("bandit", "mab", "health")  # what policies call their feedback
 # 2 us less per hit, k of them on the latency-critical path); Hit is a plain frozen dataclass otherwise
 _new, _set_attr = object.__new__, object.__setattr__
 _NO_LIMIT = 2**62  # an outcomes() limit above this is no limit
-_SYNC_TRIES = 4  # encodings in one sync while other writers keep changing the tools it syncs
-_RELOAD_TRIES = 3  # catalog reloads in one refresh while rebuilds keep landing mid-way (then: next refresh)
-T = TypeVar("T")
 
 
-class Retriever:
+class Retriever(OutcomeReports, CatalogChanges):
     """Semantic retrieval re-ranked by a policy that learns from execution outcomes.
 
     Build with ``Retriever.from_catalog`` (encode and index a catalog) or ``Retriever.open`` (reopen a
@@ -92,6 +71,11 @@ class Retriever:
     Calls of one retriever are serialised: a ``feedback`` waiting for another process's write (at most
     ``busy_timeout``, normally milliseconds) delays this retriever's ``retrieve`` calls meanwhile.
     """
+
+    # Its parts, one module each, sharing this object's attributes: feedback, track and call
+    # (retriever_feedback.OutcomeReports), add/remove/sync_tools (retriever_changes.CatalogChanges), and
+    # the pool, index and states mirrored from the store (retriever_mirror.StoreMirror, the base of both).
+    # Here: construction, retrieval (the hot path), inspection.
 
     def __init__(
         self,
@@ -118,12 +102,12 @@ class Retriever:
         self._query_cache = QueryCache(query_cache)
         self._retired_rule()  # a saved rule that is damaged fails here, not at the first 404
         self._lock = threading.RLock()
-        self._version: int | None = None
+        self._version = None
         self._seq = 0
         self._states_stale = False  # memory may hold learning the store never confirmed: reload all
         self._catalog_version = -1
-        self._index: SemanticIndex | None = None
-        self._by_id: dict[str, StoredTool] = {}  # id -> its entry: record digest, Tool once parsed
+        self._index = None
+        self._by_id = {}  # id -> its entry: record digest, Tool once parsed
         self._load_catalog()
         self._load_states()
 
@@ -447,121 +431,10 @@ class Retriever:
         """``retrieve_many``, awaitable: runs in a worker thread."""
         return await asyncio.to_thread(partial(self.retrieve_many, queries, k, where=where))
 
-    async def afeedback(
-        self,
-        tool_id: str,
-        outcome: Outcome | OutcomeKind | str | bool,
-        query: str | None = None,
-        retry_after: float | None = None,
-    ) -> Outcome:
-        """``feedback``, awaitable: runs in a worker thread; returns once the outcome is persisted."""
-        return await asyncio.to_thread(self.feedback, tool_id, outcome, query, retry_after)
-
-    # ---- feedback ----------------------------------------------------------------------------------
-    def feedback(
-        self,
-        tool_id: str,
-        outcome: Outcome | OutcomeKind | str | bool,
-        query: str | None = None,
-        retry_after: float | None = None,
-        *,
-        probe: bool = False,
-    ) -> Outcome:
-        """Report how a call of ``tool_id`` went; persisted (and shared) before this returns, which gives
-        what the policy learned: the outcome reported, or a ``tool_error`` for a 404/410 the rule below
-        counted.
-
-        ``outcome``: ``"success"``, ``"tool_error"``, ``"timeout"``, ``"rate_limited"``, ``"auth_error"``,
-        ``"caller_error"`` (never counts against the tool), an ``Outcome``, or a bool. ``query`` (the
-        request the tool was called for) lets the policy learn query-specific failures; ``retry_after``
-        (seconds) is a rate-limit hint. ``probe``: a health check no agent paid for (``rated.probing``):
-        it moves the policy's belief but is not written to the outcome log, whose counts are calls.
-
-        A ``caller_error`` that came from a 404 or 410 (an ``Outcome`` whose ``status`` says so, as
-        ``outcome_from_status`` and ``track`` make them) is weighed as evidence of a retired endpoint
-        (``rated.retired``): once the tool has answered so to enough different queries since its last
-        success, the policy learns it as a ``tool_error``; the outcome log still records ``caller_error``.
-        """
-        if not isinstance(tool_id, str) or not tool_id:
-            raise UnknownToolError(tool_id)  # as passed: the message quotes it (short), str() may fail
-        retry_after = _check_retry_after(retry_after)
-        if isinstance(outcome, Outcome) and retry_after is not None:
-            outcome = Outcome(outcome.kind, retry_after, outcome.status)
-        result = Outcome.of(outcome, retry_after)
-        context = None
-        query_hash = None
-        if query is not None:
-            self._check_query(query)
-            context = self._encode_queries([query])[0]
-            query_hash = hashlib.sha256(query.encode("utf-8")).hexdigest()[:16]
-        with self._lock:
-            self._refresh()  # the tool may have been added or removed by another process since
-            tool_id = self._known_id(tool_id)  # as the catalog spells it, whichever Unicode form was typed
-            entry = self._by_id[tool_id]
-            now = float(self._clock())
-            learned, learned_context = result, context
-            # the rule is read only for a 404/410 (what it weighs), not on every feedback
-            rule = None if probe or result.status not in STATUSES else self._retired_rule()
-            if (
-                rule is not None
-                and rule.applies(result)
-                and weigh(self._store, rule, tool_id, query_hash, now).counts
-            ):
-                # the evidence is about the tool (many queries, all answered "gone"), not about this query
-                learned, learned_context = Outcome(OutcomeKind.TOOL_ERROR, None, result.status), None
-            fb = Feedback(
-                tool_id=tool_id,
-                outcome=learned,
-                now=now,
-                context=learned_context,
-                provider=entry.tool.provider_key,
-                probe=bool(probe),
-            )
-            record = (
-                None
-                if probe
-                else OutcomeRecord(now, tool_id, result.kind.value, query_hash, result.retry_after)
-            )
-            counts = learned.is_success or learned.counts_against_tool
-            keys = list(self._policy.state_keys(fb)) if counts else []
-
-            def update(current: Mapping[str, bytes]) -> dict[str, bytes]:
-                self._set_states(keys, current)
-                self._policy.learn(fb)
-                out = {}
-                for key in keys:
-                    state = self._policy.get_state(key)
-                    if state is not None:
-                        out[key] = encode_state(state)
-                return out
-
-            try:
-                self._store.update_states(keys, update, record)
-            except BaseException:
-                self._undo_local(keys)  # the policy may hold a change the store refused
-                raise
-        return learned
-
-    @property
-    def retired_rule(self) -> RetiredRule:
-        """The rule for retired endpoints that ``feedback`` applies: this process's own (``open(...,
-        retired=...)``), else the one saved with the index."""
-        return self._retired_rule()
-
+    # ---- inspection --------------------------------------------------------------------------------
     def now(self) -> float:
         """The time on this retriever's clock (``clock=``), at which it judges health and evidence."""
         return float(self._clock())
-
-    def _retired_rule(self) -> RetiredRule:
-        """The rule for retired endpoints: this process's own, else the one saved with the index."""
-        if self._retired is not None:
-            return self._retired
-        try:
-            return RetiredRule.parse(self._meta.retired)
-        except ConfigError as exc:
-            raise IndexFormatError(
-                f"{setup.describe_db(self._store)}: the saved rule for retired endpoints is damaged ({exc})"
-            ) from None
 
     def probe_targets(self, budget: int = 3) -> list[str]:
         """Up to ``budget`` tool ids the policy wants health-checked now, most useful first: tools seen
@@ -575,270 +448,6 @@ class Retriever:
                 return []
             return [t for t in targets(float(self._clock()), budget) if t in self._by_id]
 
-    # ---- tracked calls: the outcome reported and classified by itself (rated.tracking, rated.classify) --
-    def track(self, tool_id: str, query: str | None = None) -> TrackedCall:
-        """``with r.track(tool_id, query=...) as call:`` reports the call made in the block, once: success
-        when it returns, ``outcome_from_exception`` when it raises (the exception propagates), or what
-        ``call.report(...)`` / ``call.report_status(status, headers)`` said. An unknown tool id or a bad
-        query fails here, before the tool runs; a report that fails is logged, never raised over the call.
-        """
-        return TrackedCall(self._check_call(tool_id, query), query, self.feedback)
-
-    def atrack(self, tool_id: str, query: str | None = None) -> AsyncTrackedCall:
-        """``track`` for ``async with``: entering checks the id off the event loop; ``afeedback`` reports."""
-        start = partial(asyncio.to_thread, self._check_call, tool_id, query)
-        return AsyncTrackedCall(tool_id, query, self.afeedback, start)
-
-    def call(
-        self,
-        tool_id: str,
-        fn: Callable[..., T],
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        query: str | None = None,
-    ) -> T:
-        """``fn(**arguments)``, tracked as ``track`` does; arguments that do not fit ``fn`` are reported as
-        a caller error and raise ``TypeError`` without running it."""
-        with self.track(tool_id, query) as tracked:
-            return tracked.run(fn, arguments)
-
-    async def acall(
-        self,
-        tool_id: str,
-        fn: Callable[..., Any],
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        query: str | None = None,
-    ) -> Any:
-        """``call`` for coroutine functions (a plain function's result is returned as it is)."""
-        async with self.atrack(tool_id, query) as tracked:
-            return await tracked.run(fn, arguments)
-
-    def _check_call(self, tool_id: object, query: object) -> str:
-        """The catalog's spelling of ``tool_id`` (``UnknownToolError`` if none), the query checked too."""
-        if query is not None:
-            self._check_query(query)
-        with self._lock:
-            self._refresh()
-            return self._known_id(tool_id)
-
-    # ---- catalog changes ---------------------------------------------------------------------------
-    def add_tools(
-        self, tools: str | Path | Sequence[Tool | Mapping[str, Any]], *, progress: bool = False
-    ) -> None:
-        """Encode and add tools; the others are not re-encoded and keep their prior and learned state.
-
-        ``ToolExistsError`` (a ``CatalogError``) names every id the index holds already, and nothing is
-        added. The new tools are encoded without holding up this retriever's ``retrieve`` and ``feedback``
-        calls (seconds for hundreds of tools with a real model), then checked again before they are stored.
-        """
-        from rated.catalog.prior import PriorStats, score_new
-
-        new = setup.as_tools(tools)
-        # served as stored (put_tools writes model_dump_json), as a process that opens the store parses them:
-        # a caller's Tool may hold what JSON does not (a tuple, NaN); a later reload keeps these objects
-        records = [t.model_dump_json() for t in new]
-        new = [setup.parse_record(r, t.id, "the tools to add") for r, t in zip(records, new, strict=True)]
-        entries = [StoredTool.of(t, r) for t, r in zip(new, records, strict=True)]
-        with self._lock:
-            self._refresh()
-            self._check_new(new)  # before the encoding: a clash is refused at once
-            stats = self._meta.prior_stats
-        embeddings = setup.encode_tools(self._encoder, new, progress)
-        prior = score_new(new, self._encoder, PriorStats.from_dict(stats))
-        with self._lock:
-            for _ in range(_SYNC_TRIES):
-                self._refresh()  # another writer may have added one of them (or rebuilt the index) meanwhile
-                self._check_new(new)
-                if self._meta.prior_stats != stats:  # rebuilt meanwhile with the same encoder and policy
-                    stats = self._meta.prior_stats
-                    prior = score_new(new, self._encoder, PriorStats.from_dict(stats))
-                try:  # refused if the index was rebuilt since this refresh (perhaps with another encoder)
-                    version = setup.put_tools(self._store, new, embeddings, prior, self._check_meta)
-                    break
-                except CatalogChangedError:
-                    continue
-            else:
-                raise _kept_changing(self._store, "add")
-            # the store dropped what a feedback racing an earlier removal left under their ids (put_tools),
-            # which a reload may have read: they start with none, as new_only found none of them held
-            self._forget_states([t.id for t in new])
-            index = self._search_index()
-            had_graph = index.dense.kind == "hnsw"
-            self._change_index(index.add, entries, embeddings)
-            self._set_pool(
-                index.tools,
-                {**self._prior_by_id, **dict(zip(prior.tool_ids, prior.r_static, strict=True))},
-            )
-            self._own_catalog_change(version)
-            self._settle_graph(version, had_graph)
-
-    def _check_new(self, tools: Sequence[Tool]) -> None:
-        clash = [t.id for t in tools if t.id in self._by_id or self._other_form_indexed(t.id)]
-        if clash:
-            raise ToolExistsError(clash)
-
-    def _other_form_indexed(self, tool_id: str) -> bool:
-        """Whether the index holds ``tool_id`` in another Unicode spelling: feedback, health and remove
-        find any, so a second tool spelled so would make one of the two unreachable by that id. Compared by
-        NFC form (either id may be in neither normal form), as the catalog loader compares them."""
-        return self._spellings.other(tool_id) is not None
-
-    def remove_tools(self, tool_ids: Iterable[str]) -> list[str]:
-        """Drop tools (and their learned state); ``UnknownToolError`` if one is not indexed, ``LastToolError``
-        (a ``ConfigError``) if none would remain, and nothing is removed then. Returns the ids removed, as
-        the catalog spells them (an id is found in either Unicode normal form, as ``feedback`` finds it).
-        By id: the records of the tools removed are not read, so a tool whose stored record no longer
-        validates (a rule added since it was indexed) can be removed."""
-        if not isinstance(tool_ids, (str, Iterable)):
-            raise ConfigError(
-                f"remove_tools takes a tool id or a list of them, got {type(tool_ids).__name__}"
-            )
-        given = list([tool_ids] if isinstance(tool_ids, str) else tool_ids)
-        if not given:
-            return []  # nothing to do: no catalog change for other retrievers to reload
-        with self._lock:
-            self._refresh()
-            ids = list(dict.fromkeys(self._known_id(i) for i in given))
-            if len(ids) >= len(self._by_id):
-                raise LastToolError("cannot remove every tool: an index needs at least one")
-            # an index not built yet is built from the tools that stay, below: building it first would parse
-            # every record, and a tool whose record no longer validates could not be removed (the repair)
-            index = self._index
-            had_graph = dense_kind(setup.semantic_config(self._meta.semantic), len(self._ids)) == "hnsw"
-            version = self._store.delete_tools(ids, keep_one=True)  # re-checked inside the change
-            if index is not None:
-                self._change_index(index.remove, ids)
-            else:
-                self._unindexed = self._unindexed_without(ids)
-            self._forget_states(ids)
-            self._states_stale = True  # reload the remaining states into a fresh copy at the next refresh:
-            # what the policy learned from these tools beyond their states goes with them (_load_states)
-            self._set_pool(index.tools if index is not None else self._unindexed[0], self._prior_by_id)
-            self._own_catalog_change(version)
-            if index is not None:
-                self._settle_graph(version, had_graph)
-            elif self._catalog_version == version:  # built as a process opening the store now builds it
-                if self._search_index().dense.kind == "flat" and had_graph:  # (an HNSW one: its graph saved)
-                    setup.drop_graph(self._store, version)
-            return ids
-
-    def _unindexed_without(self, tool_ids: Sequence[str]) -> tuple[list[StoredTool], np.ndarray]:
-        """The pool the index is not built from yet, less ``tool_ids``: entries and embeddings."""
-        assert self._unindexed is not None
-        entries, embeddings = self._unindexed
-        drop = set(tool_ids)
-        keep = [p for p, entry in enumerate(entries) if entry.id not in drop]
-        return [entries[p] for p in keep], embeddings[keep]
-
-    def _known_id(self, tool_id: object) -> str:
-        """``tool_id`` as the catalog spells it (typed in any Unicode spelling: ``IdSpellings``)."""
-        found = self._spellings.find(tool_id)
-        if found is None:
-            raise UnknownToolError(tool_id)  # type: ignore[arg-type]
-        return found
-
-    def sync_tools(
-        self,
-        tools: str | Path | Sequence[Tool | Mapping[str, Any]],
-        *,
-        prune: bool = False,
-        progress: bool = False,
-    ) -> SyncReport:
-        """Make the index hold ``tools`` as given, without a rebuild: new ids are added, tools whose record
-        changed (description, parameters, anything) are re-encoded and replaced in place, keeping their
-        learned state, and tools as stored cost nothing. ``prune``: indexed tools not in ``tools`` are
-        removed with their state (``LastToolError``, nothing changed, when that would be every one).
-
-        The changed tools are encoded without holding up ``retrieve`` and ``feedback``, then the index
-        is compared again (another writer may have changed it meanwhile) before the store takes them, in
-        one change (added, updated and pruned tools together) that the store refuses if the index was
-        rebuilt after that comparison (then it is planned again, or refused for another encoder). Nothing
-        to do: no change at all, so other retrievers do not reload."""
-        if not isinstance(prune, bool):
-            raise ConfigError(f"prune must be True or False, got {shown(prune)}")
-        given = setup.as_tools(tools)
-        records = [t.model_dump_json() for t in given]  # compared with, and stored as, what the store keeps
-        given = [
-            setup.parse_record(r, t.id, "the tools to sync") for r, t in zip(records, given, strict=True)
-        ]
-        ids, digests = [t.id for t in given], [record_digest(r) for r in records]
-        embeddings: dict[int, np.ndarray] = {}  # position in ``given`` -> its embedding (encoded once)
-        priors: dict[int, tuple[float, dict[str, Any]]] = {}  # -> its prior, scored with ``stats``
-        stats: Mapping[str, Any] | None = None
-        for _ in range(_SYNC_TRIES):
-            with self._lock:
-                self._refresh()
-                clash = [i for i in ids if i not in self._by_id and self._other_form_indexed(i)]
-                if clash:  # as add refuses it: not a new tool, nor this one's update
-                    raise ToolExistsError(clash)
-                held = {tool_id: entry.digest for tool_id, entry in self._by_id.items()}
-                plan = plan_sync(ids, digests, held, self._ids, prune)
-                if stats != self._meta.prior_stats:  # first pass, or rebuilt meanwhile (same encoder, policy)
-                    stats, priors = self._meta.prior_stats, {}
-                todo = [i for i in plan.changed if i not in embeddings]
-                unscored = [i for i in plan.changed if i not in priors]
-                if not todo:
-                    priors.update(self._score_prior(given, unscored, stats))  # nothing, unless rebuilt
-                    try:
-                        self._apply_sync(plan, ids, records, embeddings, priors)
-                    except CatalogChangedError:
-                        continue  # rebuilt since this plan: plan again (another encoder: refused)
-                    return plan.report
-            vectors = setup.encode_tools(self._encoder, [given[i] for i in todo], progress)
-            embeddings.update(zip(todo, vectors, strict=True))
-            priors.update(self._score_prior(given, unscored, stats))
-        raise _kept_changing(self._store, "sync")
-
-    def _score_prior(
-        self, tools: Sequence[Tool], positions: Sequence[int], stats: Mapping[str, Any]
-    ) -> dict[int, tuple[float, dict[str, Any]]]:
-        """The prior of ``tools[positions]`` (r_static and its detail), with the index's statistics."""
-        from rated.catalog.prior import PriorStats, score_new
-
-        if not positions:
-            return {}
-        prior = score_new([tools[i] for i in positions], self._encoder, PriorStats.from_dict(stats))
-        return {i: (float(prior.r_static[j]), prior.record(j)) for j, i in enumerate(positions)}
-
-    def _apply_sync(
-        self,
-        plan: SyncPlan,
-        ids: Sequence[str],
-        records: Sequence[str],
-        embeddings: Mapping[int, np.ndarray],
-        priors: Mapping[int, tuple[float, dict[str, Any]]],
-    ) -> None:
-        """Store what ``plan`` changes (call with the lock held), then reload the pool from the store: a tool
-        changed in place cannot be followed (``SemanticIndex.follow``), so the index is built again, as a
-        process opening the store now builds it, and its lexical snapshot saved for the others."""
-        report, changed = plan.report, plan.changed
-        if not report.changed:
-            return
-        dim = self._meta.encoder.dim
-        had_graph = dense_kind(setup.semantic_config(self._meta.semantic), len(self._ids)) == "hnsw"
-        # one change, refused if the catalog is no longer the one planned for (another writer, a rebuild
-        # with another encoder): new ids appended, known ones replaced in place, the pruned ones removed
-        version = self._store.put_tools(
-            [ids[i] for i in changed],
-            [records[i] for i in changed],
-            np.stack([embeddings[i] for i in changed]) if changed else np.empty((0, dim), np.float32),
-            np.array([priors[i][0] for i in changed], dtype=np.float32),
-            [priors[i][1] for i in changed],
-            check_meta=self._check_meta,
-            delete=report.removed,
-        )
-        self._catalog_version = -1  # reloaded from the store, here or (should this fail) at the next refresh
-        if report.added:  # as the store holds them: it dropped what was left under an id it inserted
-            self._set_states(report.added, self._store.load_states(report.added))
-        if report.removed:
-            self._states_stale = True  # the remaining states, into a fresh copy (as remove_tools)
-        self._load_catalog()
-        if self._search_index().dense.kind == "flat" and had_graph and self._catalog_version == version:
-            setup.drop_graph(self._store, version)  # a pruned pool below hnsw_threshold (an HNSW one:
-            # build_index saved the graph it built, or attached the saved one that still fits)
-
-    # ---- inspection --------------------------------------------------------------------------------
     def refresh(self) -> None:
         """Pick up what other writers changed, now (``retrieve`` and ``feedback`` do it themselves).
 
@@ -1005,195 +614,8 @@ class Retriever:
             vecs, len(queries), self._meta.encoder.dim, f"encoder {self._meta.encoder.name}", "query"
         )
 
-    def _load_catalog(self) -> None:
-        """(Re)load the pool from the store; the index is built from the stored embeddings when first
-        searched (nothing is re-encoded), so ``feedback`` and ``tools`` never pay for fitting it.
-
-        No record is parsed here: each tool is a ``StoredTool`` whose ``Tool`` is validated from its
-        record when first needed (a hit, a candidate's provider, feedback, ``tools``, a text the index
-        builds), so opening a large catalog costs its ids, digests, prior and embeddings only. After
-        another writer's change, a tool whose stored record is unchanged keeps its entry (and its parsed
-        ``Tool``), and a built index follows removals and appends in place (``SemanticIndex.follow``): a
-        replica of a large catalog does not re-index everything because one tool was added."""
-        version = self._store.catalog_version()
-        stored = self._store.load_catalog()
-        where = setup.describe_db(self._store)
-        known, entries = self._by_id, []
-        for tool_id, record in zip(stored.ids, stored.records, strict=True):
-            digest = record_digest(record)
-            entry = known.get(tool_id)
-            if entry is None or entry.digest != digest:
-                entry = StoredTool(tool_id, record, where, digest)
-            entries.append(entry)
-        index, self._index = self._index, None  # an index that fails half-way through follow is dropped
-        if index is not None and (
-            index.config != setup.semantic_config(self._meta.semantic)
-            # an HNSW graph is not followed (removals would rebuild it here): the next search attaches
-            # the graph the writer saved for the new pool, as a process opening the store does
-            or (index.dense.kind == "hnsw" and index.tool_ids != list(stored.ids))
-            or not index.follow(entries, stored.embeddings)  # type: ignore[arg-type]
-        ):
-            index = None
-        self._index = index
-        self._unindexed = None if index is not None else (entries, stored.embeddings)
-        self._set_pool(entries, dict(zip(stored.ids, stored.prior.tolist(), strict=True)))
-        # the settings were read before (by open or _adopt_meta): if a rebuild landed in between, this
-        # catalog may be the new one under the old settings; -1 (unknown) makes the refresh reload both
-        raw = self._store.get_meta()
-        self._catalog_version = version if raw and IndexMeta.from_dict(raw, where) == self._meta else -1
-
-    def _search_index(self) -> SemanticIndex:
-        """The semantic index of the current pool, built on first use (call with the lock held), its
-        lexical part restored from the store's snapshot where one fits (``rated.index.snapshot``)."""
-        if self._index is None:
-            assert self._unindexed is not None
-            tools, embeddings = self._unindexed
-            config = setup.semantic_config(self._meta.semantic)
-            version = self._catalog_version if self._catalog_version >= 0 else None  # of this pool
-            self._index = setup.build_index(self._store, tools, embeddings, config, version)
-            self._unindexed = None
-        return self._index
-
-    def _change_index(self, change: Callable[..., None], *args: Any) -> None:
-        """Apply this retriever's own change, already stored, to its index; an index that fails half-way
-        is dropped, and the next refresh (the catalog version is not recorded as ours) rebuilds it."""
-        try:
-            change(*args)
-        except BaseException:
-            self._index = None
-            raise
-
-    def _set_pool(self, tools: Sequence[StoredTool], prior_by_id: Mapping[str, float]) -> None:
-        """The pool in index order: entries (``StoredTool``: what is returned is their ``.tool``), ids,
-        positions and priors; no record is parsed."""
-        self._tools = list(tools)
-        # the last pool's facet table (or the one before, if no filtered query came in between): it covers
-        # the tools this change kept, so the next table parses only the new ones. The table alone, not the
-        # last pool's PoolFilter: that holds the old pool's entries (tools removed, a whole catalog
-        # replaced) until the next filtered query, which may never come
-        previous = getattr(self, "_pool_filter", None)
-        self._last_facets: FacetTable | None = (
-            previous.latest_facets if previous is not None else getattr(self, "_last_facets", None)
-        )
-        self._pool_filter: PoolFilter | None = None  # built by the first filtered query of this pool
-        self._ids = [t.id for t in self._tools]
-        self._by_id = dict(zip(self._ids, self._tools, strict=True))
-        self._position = dict(zip(self._ids, range(len(self._ids)), strict=True))
-        self._spellings = IdSpellings(self._position)
-        self._prior_by_id = {i: float(prior_by_id[i]) for i in self._ids}  # in pool order
-        self._prior = np.fromiter(self._prior_by_id.values(), np.float32, len(self._ids))
-        # each tool and its provider once a ranking has read them (None before): the candidates' providers
-        # and the hits' tools without StoredTool's attribute hook and property (about 2 us a ranking)
-        self._tool_at: list[Tool | None] = [None] * len(self._ids)
-        self._provider_at: list[str | None] = [None] * len(self._ids)
-
-    def _load_states(self) -> None:
-        """Apply every stored state to an untrained copy of the policy (the store is the source of truth).
-
-        A copy, not the old policy with its states unset: a policy may remember more than its states
-        (RATED its context dimension, learned from a query's feedback), and that must not outlive the
-        states it came from (their tools removed, the index rebuilt), or this process would score
-        otherwise than one that opens the store now."""
-        self._states_stale = True  # until done: a store failure half-way is retried at the next refresh
-        policy = self._policy.clone()
-        version = self._store.version()
-        states, seq = self._store.states_since(0)
-        for key, blob in states.items():
-            policy.set_state(key, decode_state(blob))
-        self._policy, self._version, self._seq = policy, version, seq
-        self._states_stale = False
-
-    def _undo_local(self, keys: Sequence[str]) -> None:
-        """Drop what ``feedback`` learned in memory but the store did not confirm: reread those keys, or,
-        when the store cannot be read either (it went away), reread every state at the next refresh."""
-        try:
-            self._set_states(keys, self._store.load_states(keys))
-        except Exception:
-            self._states_stale = True
-            raise
-
-    def _forget_states(self, tool_ids: Sequence[str]) -> None:
-        """Drop the policy's states of tools whose states the store has just dropped (removed or added)."""
-        for tool_id in tool_ids:
-            self._policy.set_state(tool_id, None)
-
-    def _set_states(self, keys: Sequence[str], blobs: Mapping[str, bytes]) -> None:
-        """Give the policy each key's state from ``blobs`` (none, for a key that has no blob)."""
-        for key in keys:
-            blob = blobs.get(key)
-            self._policy.set_state(key, None if blob is None else decode_state(blob))
-
-    def _refresh(self) -> None:
-        """Pick up what other retrievers (threads, processes, replicas) wrote since we last looked."""
-        version = self._store.version()
-        if version == self._version and not self._states_stale and self._catalog_version != -1:
-            return
-        if self._store.catalog_version() != self._catalog_version:
-            for _ in range(_RELOAD_TRIES):  # again while rebuilds land between reading settings and catalog
-                self._adopt_meta()
-                self._load_catalog()
-                if self._catalog_version != -1:
-                    break
-            self._load_states()
-            return
-        if self._states_stale:
-            self._load_states()
-            return
-        changed, seq = self._store.states_since(self._seq)
-        if seq < self._seq:  # the store's counter went back (restored from an older copy): start over
-            self._load_states()
-            return
-        self._version, self._seq = version, seq
-        for key, blob in changed.items():
-            self._policy.set_state(key, decode_state(blob))
-
-    def _adopt_meta(self) -> None:
-        """The catalog changed under us: take the stored settings, unless the index was rebuilt with another
-        encoder or policy, which this process cannot serve (its embeddings or state would not match)."""
-        where = setup.describe_db(self._store)
-        raw = self._store.get_meta()
-        if not raw:
-            raise StoreError(f"{where} holds no index any more (cleared or being rebuilt): reopen it later")
-        meta = IndexMeta.from_dict(raw, where)
-        if not meta.encoder.same_embeddings(self._meta.encoder):
-            raise StoreError(
-                f"{where} was re-indexed with encoder {meta.encoder}, not {self._meta.encoder}: reopen it"
-            )
-        if (meta.policy, meta.policy_params) != (self._meta.policy, self._meta.policy_params):
-            raise StoreError(  # the store changed under us, as with the encoder: not the caller's input
-                f"{where} was re-indexed with policy {meta.policy!r} and other settings: reopen it"
-            )
-        self._meta = meta
-
-    def _check_meta(self, raw: dict[str, Any]) -> None:
-        """Called by the store inside a catalog change planned under our settings: refuse the change when
-        the index was rebuilt (other encoder, prior statistics) since, as our embeddings would not fit."""
-        if not raw or IndexMeta.from_dict(raw, setup.describe_db(self._store)) != self._meta:
-            raise CatalogChangedError(f"{setup.describe_db(self._store)} was re-indexed meanwhile")
-
-    def _own_catalog_change(self, version: int) -> None:
-        """Our own write moved the catalog version by one: no reload needed (else someone else wrote too)."""
-        if version == self._catalog_version + 1:
-            self._catalog_version = version
-
-    def _settle_graph(self, version: int, had_graph: bool) -> None:
-        """After our own add or removal (stored as catalog ``version``, applied to the index): the index
-        takes the dense kind the new size calls for, and its HNSW graph is saved for the next process to
-        open the store, or a graph no longer used is dropped (``setup.settle_graph``). Only when no other
-        writer's change came in between: then the index holds exactly the stored catalog (otherwise the
-        next refresh reloads it, and whoever builds that catalog's graph saves it)."""
-        if self._catalog_version == version and self._index is not None:
-            self._index = setup.settle_graph(self._store, self._index, version, had_graph)
-
 
 # ---- helpers -----------------------------------------------------------------------------------------
-def _kept_changing(store: Store, what: str) -> StoreError:
-    return StoreError(
-        f"{setup.describe_db(store)}: the catalog kept changing while the {what} was being stored; "
-        f"nothing was stored: try again"
-    )
-
-
 def _index_exists(db: object) -> ConfigError:
     return ConfigError(
         f"{setup.describe_db(db)} already holds an index; replace it with `rated index --force` "
@@ -1209,15 +631,6 @@ def _positive_int(value: Any, name: str) -> int:
 
 def _check_k(k: Any) -> int:
     return _positive_int(k, "k")
-
-
-def _check_retry_after(value: Any) -> float | None:
-    if value is None:
-        return None
-    seconds = finite_seconds(value)  # numpy scalars too: a retry-after is often computed
-    if seconds is None:
-        raise ConfigError(f"retry_after must be a finite number of seconds >= 0, got {shown(value)}")
-    return seconds
 
 
 def _plain_floats(values: Any) -> list[float]:
