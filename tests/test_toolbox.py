@@ -516,12 +516,3 @@ def test_bad_options_and_objects(tmp_path):
     with pytest.raises(CatalogError, match="item 1: cannot read an object of type int"):
         Toolbox([get_weather, 3], tmp_path / "never.db", encoder=HashEncoder(64))
     assert not (tmp_path / "never.db").exists()  # refused before the store is opened
-
-
-def test_module_doctest():
-    import doctest
-
-    from rated import toolbox
-
-    result = doctest.testmod(toolbox)
-    assert result.attempted > 0 and result.failed == 0

@@ -15,7 +15,8 @@ before every ranking the retriever polls ``store.version()`` and reloads only th
 >>> r = Retriever.from_catalog(tools, encoder=HashEncoder(64), policy=GlobalMABPolicy(), clock=lambda: 0)
 >>> [h.tool.id for h in r.retrieve("send an email", k=2)]
 ['mail.a', 'mail.b']
->>> r.feedback("mail.a", "tool_error", query="send an email")
+>>> r.feedback("mail.a", "tool_error", query="send an email").kind.value  # the outcome, as recorded
+'tool_error'
 >>> [h.tool.id for h in r.retrieve("send an email", k=2)]
 ['mail.b', 'mail.a']
 """
