@@ -347,7 +347,7 @@ def test_an_index_created_by_another_writer_meanwhile_is_not_overwritten(tmp_pat
         return encode(encoder, tools, progress)
 
     monkeypatch.setattr(retriever_setup, "encode_tools", encode_while_another_writer_indexes)
-    with pytest.raises(ConfigError, match="already holds an index; replace it with `rated index --force`"):
+    with pytest.raises(ConfigError, match="already holds an index: open it with Retriever.open"):
         Retriever.from_catalog(catalog(), db=db, encoder=HashEncoder(16))
     assert raced
     with Retriever.open(db, encoder=HashEncoder(16)) as r:

@@ -617,10 +617,11 @@ class Retriever(OutcomeReports, CatalogChanges):
 
 
 # ---- helpers -----------------------------------------------------------------------------------------
-def _index_exists(db: object) -> ConfigError:
-    return ConfigError(
-        f"{setup.describe_db(db)} already holds an index; replace it with `rated index --force` "
-        "(overwrite=True), or open it with Retriever.open"
+def _index_exists(db: object) -> IndexExistsError:
+    """Refusing to index into ``db`` (``rated index`` says it in its own words: ``rated.cli.index_cmds``)."""
+    return IndexExistsError(
+        f"{setup.describe_db(db)} already holds an index: open it with Retriever.open (sync_tools updates "
+        "it, keeping the learned state), or pass overwrite=True to replace it (the learned state is lost)"
     )
 
 

@@ -188,7 +188,11 @@ def test_feedback_needs_either_outcome_or_status(db, capsys, argv, message):
             "no/such/dir",
         ),
         (["index", "{tmp}/missing.jsonl", "--db", "{tmp}/new.db", "--encoder", "hash"], 4, "not found"),
-        (["index", "{tmp}/cat.jsonl", "--db", "{db}", "--encoder", "hash-64"], 2, "already holds an index"),
+        (
+            ["index", "{tmp}/cat.jsonl", "--db", "{db}", "--encoder", "hash-64"],
+            2,
+            "already holds an index: `rated sync {tmp}/cat.jsonl` with the same --db updates it",
+        ),
         (["index", "{tmp}/cat.jsonl", "--db", "{tmp}/n.db", "--encoder", "hash-x"], 2, "hash-DIM"),
         (["search", "x", "--db", "{tmp}/junk.db"], 1, "junk.db"),
     ],
@@ -197,6 +201,7 @@ def test_user_errors_are_one_line_and_non_zero(db, capsys, argv, code, message):
     tmp = db.parent
     (tmp / "junk.db").write_bytes(b"not a database at all" * 50)
     argv = [a.format(db=db, tmp=tmp) for a in argv]
+    message = message.format(db=db, tmp=tmp)
     got, out, err = run(capsys, *argv)
     assert got == code
     assert message in err and "Traceback" not in err

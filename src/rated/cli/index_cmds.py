@@ -21,6 +21,7 @@ from rated.cli.output import console, err_console, n_tools, print_json
 from rated.errors import ConfigError, RatedError, StoreError, UnknownToolError
 from rated.outcome import OutcomeKind
 from rated.shown import shown
+from rated.store.base import IndexExistsError
 from rated.tool_filter import ToolFilter
 from rated.tool_filter_names import named_as
 
@@ -183,16 +184,24 @@ def _index(args: argparse.Namespace) -> int:
     semantic = {key: value for key, value in given.items() if value is not None}  # else the defaults
     encoder = _encoder(args.encoder, progress=not args.json)
     start = time.perf_counter()
-    with Retriever.from_catalog(
-        args.catalog,
-        db=args.db,
-        encoder=encoder,
-        policy=args.policy,
-        candidates=args.candidates,
-        overwrite=args.force,
-        progress=not args.json,
-        **({"semantic": semantic} if semantic else {}),
-    ) as r:
+    try:
+        built = Retriever.from_catalog(
+            args.catalog,
+            db=args.db,
+            encoder=encoder,
+            policy=args.policy,
+            candidates=args.candidates,
+            overwrite=args.force,
+            progress=not args.json,
+            **({"semantic": semantic} if semantic else {}),
+        )
+    except IndexExistsError:  # the library's message names its API; say what to type instead
+        raise ConfigError(
+            f"{describe_db(args.db)} already holds an index: `rated sync {shlex.quote(args.catalog)}` "
+            "with the same --db updates it, keeping the learned state (`rated add` adds new tools only); "
+            "`rated index --force` replaces it (the learned state is lost)"
+        ) from None
+    with built as r:
         seconds = time.perf_counter() - start
         summary = {
             "db": describe_db(args.db),  # a redis:// password is never printed

@@ -108,7 +108,8 @@ class OutcomeStats:
 
     tool_id: str
     successes: int
-    failures: int  # tool-attributable failures only (not caller errors)
+    failures: int  # every failed call but caller errors, as logged (a rate limit too: the log is history;
+    # what a rate limit with a retry-after costs a tool is the policy's to weigh, and it does not hold it)
     caller_errors: int
     last_outcome: str | None
     last_time: float | None
