@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
 
 from rated.errors import ConfigError
-from rated.extras import require_extra
+from rated.extras import install_hint, require_extra
 
 
 def test_a_module_that_does_not_import_names_the_extra_and_the_module(monkeypatch):
@@ -21,3 +22,21 @@ def test_a_module_that_does_not_import_names_the_extra_and_the_module(monkeypatc
 
 def test_modules_that_import_pass():
     require_extra("anything", "service", ("os", "json"))
+
+
+def test_the_hint_gives_the_checkout_form_too():
+    """Not on a registry yet: in a checkout, pip install 'rated[x]' would look there, not here."""
+    assert install_hint("redis") == "pip install 'rated[redis]' (from a checkout: pip install -e '.[redis]')"
+
+
+def test_other_missing_extras_give_the_same_hint(monkeypatch):
+    from rated.encode.runtime import resolve_backend
+    from rated.errors import ModelError, StoreError
+    from rated.store.redis import RedisStore
+
+    monkeypatch.setitem(sys.modules, "redis", None)
+    with pytest.raises(StoreError, match=re.escape(install_hint("redis"))):
+        RedisStore("redis://localhost:6379/0")
+    monkeypatch.setitem(sys.modules, "openvino", None)
+    with pytest.raises(ModelError, match=re.escape(install_hint("openvino"))):
+        resolve_backend("openvino")

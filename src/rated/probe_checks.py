@@ -36,6 +36,7 @@ from urllib.parse import urlsplit, urlunsplit
 from rated.catalog.schema import Tool
 from rated.classify import outcome_from_status
 from rated.errors import ConfigError
+from rated.extras import install_hint
 from rated.outcome import Outcome, OutcomeKind
 from rated.probe_threads import Pool, start
 from rated.shown import shown
@@ -94,7 +95,7 @@ def http_check(
     try:
         import httpx
     except ImportError:  # pragma: no cover - httpx comes with the client, service and dev extras
-        raise ConfigError("http_check needs httpx: pip install 'rated[client]'") from None
+        raise ConfigError(f"http_check needs httpx: {install_hint('client')}") from None
     timeout = _timeout(timeout)
     where = url or (lambda tool: _bare_url(tool.endpoint))
     # no connection kept alive: a probe every few seconds at most gains nothing from one, and a pooled
@@ -481,7 +482,7 @@ def _mcp_sdk_problem() -> str | None:
     importing the SDK (half a second): another major version's client API would fail every ping, and each
     failure would be recorded against a tool."""
     if importlib.util.find_spec("mcp") is None:
-        return "mcp_check needs the mcp SDK: pip install 'rated[service]'"
+        return f"mcp_check needs the mcp SDK: {install_hint('service')}"
     try:
         version = metadata.version("mcp")
     except metadata.PackageNotFoundError:  # importable without its metadata (vendored): the import decides

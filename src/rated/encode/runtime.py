@@ -26,6 +26,7 @@ import numpy as np
 
 from rated.encode.quantize import QUANTIZED_NAME
 from rated.errors import ModelError
+from rated.extras import install_hint
 from rated.paths import atomic_path
 
 __all__ = [
@@ -165,8 +166,8 @@ def resolve_backend(backend: str | None = None, *, quantized: bool = False) -> s
         try:
             import openvino  # noqa: F401
         except ImportError:
-            hint = "pip install 'rated[openvino]'"
-            raise ModelError(f"backend 'openvino' needs the openvino extra ({hint})") from None
+            hint = install_hint("openvino")
+            raise ModelError(f"backend 'openvino' needs the openvino extra: {hint}") from None
         return choice
     if choice == "auto":
         return "openvino" if not quantized and openvino_speeds_up() else "onnxruntime"

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from rated.extras import install_hint
+
 __all__ = ["SentenceTransformerEncoder"]
 
 
@@ -23,7 +25,7 @@ class SentenceTransformerEncoder:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise ImportError(
-                "SentenceTransformerEncoder needs sentence-transformers and torch: pip install 'rated[train]'"
+                "SentenceTransformerEncoder needs sentence-transformers and torch: " + install_hint("train")
             ) from exc
         self.model = SentenceTransformer(str(model_name_or_path), device=device, **kwargs)
         self.name = Path(str(model_name_or_path)).name or str(model_name_or_path)

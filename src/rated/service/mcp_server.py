@@ -20,6 +20,7 @@ from pydantic import ConfigDict, Field, Strict, model_validator
 
 from rated.catalog.export import ExportFormat
 from rated.errors import ConfigError, RatedError
+from rated.extras import install_hint
 from rated.outcome import OutcomeKind
 from rated.retriever import Retriever
 from rated.service.actions import checked_k, record_feedback
@@ -148,7 +149,7 @@ def build_mcp_server(retriever: Retriever, settings: Settings | None = None) -> 
         from mcp.server.mcpserver import MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError:
-        raise ConfigError("the MCP server needs the mcp SDK: pip install 'rated[service]'") from None
+        raise ConfigError(f"the MCP server needs the mcp SDK: {install_hint('service')}") from None
     from rated import __version__
 
     settings = settings or Settings()

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from rated.errors import ConfigError, IndexFormatError, StoreBusyError, StoreError
+from rated.extras import install_hint
 from rated.store.base import (
     FORMAT_VERSION,
     IndexExistsError,
@@ -105,7 +106,7 @@ def _import_redis() -> Any:
     try:
         import redis
     except ImportError:
-        raise StoreError("the Redis store needs the redis client: pip install 'rated[redis]'") from None
+        raise StoreError(f"the Redis store needs the redis client: {install_hint('redis')}") from None
     return redis
 
 

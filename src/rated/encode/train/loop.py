@@ -25,6 +25,7 @@ from rated.encode.train.config import TrainConfig, TrainResult
 from rated.encode.train.data import TrainRow, make_batches
 from rated.encode.train.export import save_model
 from rated.errors import ConfigError, DataError, ModelError
+from rated.extras import install_hint
 
 __all__ = ["train"]
 
@@ -35,7 +36,7 @@ def _require_train() -> tuple[Any, Any]:
         import torch
     except ImportError as exc:
         raise ImportError(
-            f"fine-tuning needs torch and sentence-transformers: pip install 'rated[train]' ({exc})"
+            f"fine-tuning needs torch and sentence-transformers: {install_hint('train')} [{exc}]"
         ) from None
     return torch, sentence_transformers
 

