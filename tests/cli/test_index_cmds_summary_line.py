@@ -34,3 +34,14 @@ def test_the_unhealthy_listing_counts_one_tool_as_one(tmp_path, capsys):
     capsys.readouterr()
     assert main(["tools", "--db", str(db), "--unhealthy"]) == 0
     assert "1 unhealthy tool in " in capsys.readouterr().out
+
+
+def test_no_unhealthy_tool_is_one_line_not_an_empty_table(tmp_path, capsys):
+    db = tmp_path / "rated.db"
+    assert main(["index", str(_catalog(tmp_path, 2)), "--db", str(db), "--encoder", "hash-64"]) == 0
+    capsys.readouterr()
+    assert main(["tools", "--db", str(db), "--unhealthy"]) == 0
+    out = capsys.readouterr().out
+    assert out == f"no unhealthy tools in {db}\n", out
+    assert main(["tools", "--db", str(db), "--unhealthy", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []

@@ -349,6 +349,9 @@ def _tools(args: argparse.Namespace) -> int:
     if args.json:
         print_json([t.to_dict() for t in rows])
         return 0
+    if not rows:  # a title over an empty table reads like a failed listing
+        console.print(f"no unhealthy tools in {escape(describe_db(args.db))}", soft_wrap=True)
+        return 0
     what = n_tools(len(rows), "unhealthy tool" if args.unhealthy else "tool")
     table = Table(title=f"{what} in {escape(describe_db(args.db))}", title_justify="left")
     cols = ("tool", "source", "prior", "healthy", "ok", "failed", "caller err", "last outcome", "retired")
