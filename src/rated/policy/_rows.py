@@ -69,5 +69,7 @@ class KeyedRows:
             self.vectors[r] = self._pristine_vec
 
     def _grow(self) -> None:
-        cap = len(self.vectors)
-        self.vectors = np.concatenate([self.vectors, self._pristine_vec[None, :].repeat(cap, axis=0)])
+        vectors, pristine = self.vectors, self._pristine_vec
+        if vectors is None or pristine is None:  # no vector table yet: nothing to grow
+            return
+        self.vectors = np.concatenate([vectors, pristine[None, :].repeat(len(vectors), axis=0)])

@@ -234,7 +234,8 @@ class RatedPolicy(BasePolicy):
         contextual = self._dim is not None and self.contextual and x is not None and x.shape[0] == self._dim
         alpha = self.alpha
         if contextual:
-            fresh = float(x.dot(x)) / self.ridge  # x.dot: np.dot's product, without its dispatch
+            # x.dot: np.dot's product, without its dispatch (``contextual`` says x is not None: no check here)
+            fresh = float(x.dot(x)) / self.ridge  # type: ignore[union-attr, arg-type]
             fresh_bonus = alpha * math.sqrt(fresh)
         else:
             fresh_bonus = alpha / math.sqrt(n0)
@@ -260,10 +261,11 @@ class RatedPolicy(BasePolicy):
             live = list(filter(None, rows))  # tool rows, in candidate order: the loop meets them so
         if index and (live or any(prows)):
             if contextual and live:
-                vec = self._rows.vectors.take(live, axis=0)  # theta, then 1 / A
-                d = self._dim
-                next_corr = iter((vec[:, :d] @ x).tolist()).__next__
-                next_quad = iter((vec[:, d:] @ (x * x)).tolist()).__next__
+                # theta, then 1 / A; the table exists once ``_dim`` is set, and x with ``contextual``
+                vec = self._rows.vectors.take(live, axis=0)  # type: ignore[union-attr]
+                dim = self._dim
+                next_corr = iter((vec[:, :dim] @ x).tolist()).__next__
+                next_quad = iter((vec[:, dim:] @ (x * x)).tolist()).__next__  # type: ignore[operator]
             table, norm = self._rows.scalars, self._avail_norm
             fade0 = None  # what the pristine row gives at ``now``, once a candidate needs it
             # Hot loop: conditional expressions instead of min()/max() calls (about 2x faster per candidate,
@@ -379,7 +381,7 @@ class RatedPolicy(BasePolicy):
         # the tool's own unexplained failure rate, for queries like this one when the contextual part
         # has learned something: a failure it predicts is not taken as an outage
         chronic = sc[F] / (sc[S] + sc[F] + self.noise_evidence)
-        vec = None if x is None else rows.vectors[r]
+        vec = None if x is None else rows.vectors[r]  # type: ignore[index]  # allocated by _context(x)
         if vec is not None and self.context_noise:
             corr = float(vec[: self._dim] @ x) * fade
             base = (sc[S] + self.prior_strength) / (sc[S] + sc[F] + self.prior_strength)
@@ -393,8 +395,8 @@ class RatedPolicy(BasePolicy):
         if outcome.retry_after is not None and not outcome.is_success and self.respect_retry_after:
             sc[BLOCKED] = max(sc[BLOCKED], now + outcome.retry_after)  # the server's "not before", as well
         rows.write(r, sc)
-        if vec is not None:
-            self._update_context(vec, x, fade * g, weight, weight * (y - mean))
+        if vec is not None:  # and so is x (mypy cannot follow that: an ignore, not a check on this path)
+            self._update_context(vec, x, fade * g, weight, weight * (y - mean))  # type: ignore[arg-type]
         if outcome.is_success:
             self._suspects.pop(tool, None)
         else:
@@ -499,8 +501,9 @@ class RatedPolicy(BasePolicy):
         if r is None:
             return None
         state = {"scalars": np.array(self._rows.scalars[r], dtype=np.float64)}
-        if self._dim is not None and not key.startswith(PROVIDER_PREFIX):
-            vec = self._rows.vectors[r]
+        vectors = self._rows.vectors  # allocated with ``_dim``
+        if self._dim is not None and vectors is not None and not key.startswith(PROVIDER_PREFIX):
+            vec = vectors[r]
             state["theta"] = vec[: self._dim].copy()
             state["inv_a"] = vec[self._dim :].copy()
         return state
@@ -527,9 +530,10 @@ class RatedPolicy(BasePolicy):
         else:
             r = self._rows.row(key)
         self._rows.write(r, scalars.tolist())
-        if theta is not None:
-            self._rows.vectors[r, : self._dim] = theta
-            self._rows.vectors[r, self._dim :] = inv_a
+        vectors = self._rows.vectors  # read after ``row``, which may grow it; allocated with theta's ``_dim``
+        if theta is not None and vectors is not None:
+            vectors[r, : self._dim] = theta
+            vectors[r, self._dim :] = inv_a
         if not key.startswith(PROVIDER_PREFIX):
             if scalars[STREAK] > 0 or scalars[BLOCKED] > -math.inf:
                 self._suspects[key] = None
