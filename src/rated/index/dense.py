@@ -77,30 +77,33 @@ class DenseIndex:
     @property
     def ef_construction(self) -> int:
         """faiss's ``efConstruction`` for an HNSW index (0 for a flat one)."""
-        return int(self._faiss.hnsw.efConstruction) if self.kind == "hnsw" else 0
+        index = self._faiss  # an IndexHNSWFlat exactly when kind == "hnsw"
+        return int(index.hnsw.efConstruction) if isinstance(index, faiss.IndexHNSW) else 0
 
     @property
     def layer_slots(self) -> list[int]:
         """faiss's ``cum_nneighbor_per_level`` for an HNSW index (where each layer's neighbours start in a
         node's slots; it follows from ``hnsw_m``), ``[]`` for a flat one."""
+        index = self._faiss
         return (
-            faiss.vector_to_array(self._faiss.hnsw.cum_nneighbor_per_level).tolist()
-            if self.kind == "hnsw"
+            faiss.vector_to_array(index.hnsw.cum_nneighbor_per_level).tolist()
+            if isinstance(index, faiss.IndexHNSW)
             else []
         )
 
     def graph(self) -> HnswGraph | None:
         """The HNSW graph's links (copies), ``None`` for a flat or empty index."""
-        if self.kind != "hnsw" or not len(self):
+        index = self._faiss
+        if not isinstance(index, faiss.IndexHNSW) or not len(self):
             return None
-        hnsw = self._faiss.hnsw
+        hnsw = index.hnsw
         return HnswGraph(
             m=self.hnsw_m,
             ef_construction=self.ef_construction,
             entry_point=int(hnsw.entry_point),
             max_level=int(hnsw.max_level),
             levels=faiss.vector_to_array(hnsw.levels),
-            neighbors=faiss.vector_to_array(hnsw.neighbors),
+            neighbors=faiss.vector_to_array(hnsw.neighbors),  # type: ignore[attr-defined]  # stubs lack it
         )
 
     def attach(self, ids: Sequence[str], vectors: np.ndarray, graph: HnswGraph) -> None:
@@ -108,18 +111,20 @@ class DenseIndex:
         gave on the index ``add`` made of them) instead of building the links: then it searches exactly as
         that index. ``ConfigError``, and nothing changed, for a graph that is not one faiss can walk over
         these vectors with this index's settings (checked in full: faiss reads the links unchecked)."""
-        if self.kind != "hnsw" or len(self):
+        index = self._faiss
+        if not isinstance(index, faiss.IndexHNSW) or len(self):
             raise ConfigError("a graph is attached to an empty HNSW index only")
         arr = self._check(vectors, len(ids))
         check_new_ids(ids, {})
         offsets = self._check_graph(graph, len(ids))
-        hnsw = self._faiss.hnsw
+        hnsw = index.hnsw
         faiss.copy_array_to_vector(graph.levels, hnsw.levels)
-        faiss.copy_array_to_vector(offsets, hnsw.offsets)
-        faiss.copy_array_to_vector(graph.neighbors, hnsw.neighbors)
+        # faiss's bundled stubs leave HNSW's offsets and neighbors out (faiss-cpu 1.15)
+        faiss.copy_array_to_vector(offsets, hnsw.offsets)  # type: ignore[attr-defined]
+        faiss.copy_array_to_vector(graph.neighbors, hnsw.neighbors)  # type: ignore[attr-defined]
         hnsw.entry_point, hnsw.max_level = graph.entry_point, graph.max_level
-        self._faiss.storage.add(arr)  # the flat storage only appends the vectors: no links are made
-        self._faiss.ntotal = len(ids)
+        index.storage.add(arr)  # the flat storage only appends the vectors: no links are made
+        index.ntotal = len(ids)
         self._ids = list(ids)
         self._pos = {tool_id: p for p, tool_id in enumerate(self._ids)}
         self._vecs = arr.copy()
@@ -251,7 +256,8 @@ class DenseIndex:
             # a small, busy machine (measured: median 50 us, p99 8 ms) and einsum is slower
             vecs, query = np.ascontiguousarray(vecs), np.ascontiguousarray(q[0])
             out = np.empty(len(vecs), dtype=np.float32)
-            faiss.fvec_inner_products_ny(
+            # faiss's bundled stubs leave this SWIG function out (faiss-cpu 1.15)
+            faiss.fvec_inner_products_ny(  # type: ignore[attr-defined]
                 faiss.swig_ptr(out), faiss.swig_ptr(query), faiss.swig_ptr(vecs), self.dim, len(vecs)
             )
             return out[None, :]

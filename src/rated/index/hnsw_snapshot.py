@@ -58,14 +58,14 @@ def pool_digest(ids: Sequence[str], vectors: np.ndarray) -> str:
     hash here, 0.06 s for 50,000 tools of 384 dimensions)."""
     arr = np.ascontiguousarray(vectors, dtype=np.float32)
     digest = hashlib.sha256(json.dumps([list(ids), list(arr.shape)]).encode())
-    digest.update(memoryview(arr).cast("B"))
+    digest.update(arr.data.cast("B"))
     return digest.hexdigest()
 
 
 def _graph_digest(graph: HnswGraph) -> str:
     digest = hashlib.sha256(json.dumps([graph.entry_point, graph.max_level]).encode())
-    digest.update(memoryview(np.ascontiguousarray(graph.levels)).cast("B"))
-    digest.update(memoryview(np.ascontiguousarray(graph.neighbors)).cast("B"))
+    digest.update(np.ascontiguousarray(graph.levels).data.cast("B"))
+    digest.update(np.ascontiguousarray(graph.neighbors).data.cast("B"))
     return digest.hexdigest()
 
 

@@ -26,6 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +97,7 @@ class SemanticConfig:
         if self.dense_kind not in ("flat", "hnsw", "auto"):
             raise ConfigError(f"unknown dense_kind {self.dense_kind!r}")
 
-    def with_(self, **changes: object) -> SemanticConfig:
+    def with_(self, **changes: Any) -> SemanticConfig:  # Any: __post_init__ checks every value
         return replace(self, **changes)
 
 
@@ -106,7 +107,7 @@ def _number(config: SemanticConfig, name: str, low: float, high: float) -> None:
         isinstance(value, bool)
         or not isinstance(value, Real)
         or not math.isfinite(value)
-        or not low <= value <= high
+        or not low <= value <= high  # type: ignore[operator]  # typeshed: numbers.Real has no __ge__
     ):
         bounds = f"in [{low:g}, {high:g}]" if math.isfinite(high) else f">= {low:g}"
         raise ConfigError(f"semantic option {name} must be a finite number {bounds}, got {value!r}")

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rated.catalog.schema import Tool
+from rated.catalog.schema import Auth, Tool
 from rated.catalog.text import lexical_text
 from rated.index.npzblob import from_json, json_array, open_npz, pack
 
@@ -112,7 +112,7 @@ _FACETS_PROBE = Tool(
     name="p",
     source="LangChain",
     tags=("Web", "web", "Straße", "STRASSE"),
-    auth={"type": "api_key", "credential": "KEY"},
+    auth=Auth.model_validate({"type": "api_key", "credential": "KEY"}),  # parsed, as a record's is
 )
 
 

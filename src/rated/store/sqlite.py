@@ -703,7 +703,7 @@ def _embedding_matrix(vectors: Sequence[bytes], dim: int, rows_at_once: int = 40
     (about a tenth at 50,000 tools here) than a buffer Python allocated."""
     emb = np.empty((len(vectors), dim), dtype="<f4")
     if emb.size:
-        flat, width = memoryview(emb).cast("B"), 4 * dim * rows_at_once
+        flat, width = emb.data.cast("B"), 4 * dim * rows_at_once
         for i, start in enumerate(range(0, len(vectors), rows_at_once)):
             chunk = b"".join(vectors[start : start + rows_at_once])
             flat[i * width : i * width + len(chunk)] = chunk
