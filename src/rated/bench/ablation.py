@@ -8,16 +8,25 @@ used (``rated bench offline --split val --ablation``), never test.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypedDict
 
 from rated.catalog.text import DEFAULT_TEXT, TextConfig
 from rated.index.semantic import SemanticConfig
 
 __all__ = ["BASELINES", "VARIANTS", "ablation_table", "select_default"]
 
+
+class _LexicalSide(TypedDict):
+    """The ``SemanticConfig`` keywords that name a variant's lexical side."""
+
+    lexical: str
+    lexical_norm: str
+
+
 PLAIN_TEXT = TextConfig(parameters=False, provider=False, tags=False)
 # every variant names its lexical side in full, so a change of the default cannot change a row
-BM25_MAX = {"lexical": "bm25", "lexical_norm": "max"}
-TFIDF = {"lexical": "tfidf", "lexical_norm": "none"}
+BM25_MAX: _LexicalSide = {"lexical": "bm25", "lexical_norm": "max"}
+TFIDF: _LexicalSide = {"lexical": "tfidf", "lexical_norm": "none"}
 BASELINES = ("dense", "bm25", "tfidf")
 
 VARIANTS: dict[str, tuple[SemanticConfig, TextConfig]] = {

@@ -152,7 +152,7 @@ def summarise(rows: Sequence[QueryMetrics]) -> dict[str, float]:
 
 
 def bootstrap_ci(
-    values: Sequence[float], n_boot: int = 1000, level: float = 0.95, seed: int = 0
+    values: Sequence[float] | np.ndarray, n_boot: int = 1000, level: float = 0.95, seed: int = 0
 ) -> tuple[float, float]:
     """Percentile bootstrap interval for the mean of per-query ``values`` (resampling queries)."""
     v = np.asarray(values, dtype=np.float64)

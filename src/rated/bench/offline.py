@@ -457,7 +457,10 @@ def write_result(result: OfflineResult, out: str | Path) -> tuple[Path, Path]:
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(out) as tmp:
         tmp.write_text(json.dumps(result.to_json(), indent=2) + "\n", encoding="utf-8")
-        errors = {m: {"mrr": tuple(v["mrr"])} for m, v in result.ci95.items()}
+        errors: dict[str, dict[str, tuple[float, float]]] = {}
+        for m, v in result.ci95.items():
+            lo, hi = v["mrr"]
+            errors[m] = {"mrr": (lo, hi)}
         png = grouped_bars(
             result.methods,
             ["mrr", "hit@1", "hit@5", "ndcg@5"],

@@ -113,7 +113,8 @@ class _Pool:
         ids = self.ids()
         tools = []
         for key, fn in sorted(self.functions.items(), key=lambda kv: ids[kv[0]]):
-            params = fn.get("parameters") if isinstance(fn.get("parameters"), dict) else {}
+            raw = fn.get("parameters")
+            params: dict[str, Any] = raw if isinstance(raw, dict) else {}
             tools.append(
                 Tool(
                     id=ids[key],
@@ -140,7 +141,7 @@ def load_bfcl(wheel: Path | None = None) -> Prepared:
             answers = {a["id"]: a for a in _read(z, f"possible_answer/BFCL_v4_{cat}.json")}
             for entry in _read(z, f"BFCL_v4_{cat}.json"):
                 pool.add(entry["function"], entry["id"])
-                offered = {}
+                offered: dict[str, tuple[str, str]] = {}
                 for fn in entry["function"]:
                     offered.setdefault(str(fn["name"]), _key(fn))
                 answer = answers.get(entry["id"])

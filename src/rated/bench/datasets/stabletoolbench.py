@@ -55,7 +55,7 @@ def _schema(api: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read(root: Path) -> list[tuple[str, dict[str, Any]]]:
-    entries = []
+    entries: list[tuple[str, dict[str, Any]]] = []
     for name in FILES:
         entries.extend((name, e) for e in read_json(root / name))
     return entries

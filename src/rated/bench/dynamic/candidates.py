@@ -86,7 +86,7 @@ def build_table(
     if name not in RETRIEVERS:
         raise ConfigError(f"unknown retriever {name!r}; expected one of: {', '.join(RETRIEVERS)}")
     keep = np.arange(len(tools)) if pool is None else np.flatnonzero(np.asarray(pool, dtype=bool))
-    sub = [tools[i] for i in keep]
+    sub = [tools[i] for i in keep.tolist()]
     if len(sub) < 1 or k < 1:
         raise ConfigError(f"need a non-empty pool and k >= 1 (pool {len(sub)}, k {k})")
     width = min(int(k), len(sub))

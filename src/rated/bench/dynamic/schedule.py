@@ -90,10 +90,12 @@ class Schedule:
     def episode_at(self, tool: int, t: int, query: int = -1) -> int:
         """Index of the episode governing ``tool`` at step ``t`` for ``query`` (-1: a probe, no query):
         the one with the highest p_fail, or -1 when the call would not fail."""
+        qset = self.qset
+        assert qset is not None  # __post_init__ fills it
         best, best_p = -1, 0.0
         for e in self._by_tool.get(tool, ()):
             if self.start[e] <= t < self.end[e] and self.p_fail[e] > best_p:
-                q = self.qset[e]
+                q = qset[e]
                 if q >= 0 and (query < 0 or not self.query_masks[q][query]):
                     continue
                 best, best_p = e, float(self.p_fail[e])
@@ -118,13 +120,15 @@ class Schedule:
     def failing_mask(self, positions: np.ndarray, queries: np.ndarray | None = None) -> np.ndarray:
         """``positions`` (T, K): tool indices at each step (for ``queries``, (T,)) -> (T, K) True where the
         tool is failing for that step's query."""
+        qset = self.qset
+        assert qset is not None  # __post_init__ fills it
         mask = np.zeros(positions.shape, dtype=bool)
         for e in range(len(self)):
             s, t_end = int(self.start[e]), min(int(self.end[e]), positions.shape[0])
             if s >= t_end:
                 continue
             hit = positions[s:t_end] == self.tool[e]
-            q = int(self.qset[e])
+            q = int(qset[e])
             if q >= 0:
                 if queries is None:
                     continue

@@ -177,7 +177,7 @@ def run_policy(
     success = np.zeros(T, dtype=bool)
     faults = np.zeros(T, dtype=np.int16)
     top_failing = np.zeros(T, dtype=bool)
-    attempts = min(MAX_ATTEMPTS, int(attempts or getattr(policy, "attempts", 1)))
+    attempts = min(MAX_ATTEMPTS, int(attempts or policy.attempts))
     probing = probe_interval is not None and probe_interval > 0 and policy.uses_probes
     index = {tid: i for i, tid in enumerate(pool.tool_ids)}
     n_probes = probe_faults = degraded = 0
@@ -232,7 +232,8 @@ def oracle_trace(
         positions[t, : len(p)] = p
     failing = sched.failing_mask(positions, stream) | (positions < 0)
     first = np.argmax(~failing, axis=1)
-    all_failing = failing.all(axis=1)
+    # numpy's stubs type all(axis=...) as a scalar or an array whatever the array's rank: here it is (T,)
+    all_failing: np.ndarray = failing.all(axis=1)  # type: ignore[assignment]
     chosen = positions[np.arange(T), first]
     success = np.zeros(T, dtype=bool)
     caller = sched.caller_error
