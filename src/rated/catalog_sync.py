@@ -59,7 +59,10 @@ def plan_sync(
     index's ``pool`` (its ids in catalog order). ``LastToolError`` when ``prune`` would remove every
     indexed tool: a catalog sharing no id with the index is more likely the wrong file than a sync, and
     replacing a whole catalog is a rebuild (``rated index --force``)."""
-    added, updated, unchanged, changed = [], [], [], []
+    added: list[str] = []
+    updated: list[str] = []
+    unchanged: list[str] = []
+    changed: list[int] = []
     for i, (tool_id, digest) in enumerate(zip(ids, digests, strict=True)):
         old = stored.get(tool_id)
         if old == digest:

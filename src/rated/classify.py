@@ -237,9 +237,9 @@ def _classify(exc: BaseException, depth: int) -> Outcome | None:
     if depth < _MAX_DEPTH:
         for inner in (exc.__cause__, _attr(exc, "reason"), _attr(exc, "cause")):
             if isinstance(inner, BaseException) and inner is not exc:
-                outcome = _classify(inner, depth + 1)
-                if outcome is not None:
-                    return outcome
+                found = _classify(inner, depth + 1)
+                if found is not None:
+                    return found
     return None
 
 

@@ -349,7 +349,9 @@ def _named_root(parameters: Mapping[str, Any]) -> Mapping[str, Any]:
     "definitions": {...}}``, as zod-to-json-schema writes a named schema) as the schema it names, its
     definitions kept: the APIs read the arguments' object at the root, not behind a reference."""
     ref = parameters.get("$ref")
-    for key in _DEFINITIONS if isinstance(ref, str) else ():
+    if not isinstance(ref, str):
+        return parameters
+    for key in _DEFINITIONS:
         defs, prefix = parameters.get(key), f"#/{key}/"
         target = (
             defs.get(ref[len(prefix) :]) if ref.startswith(prefix) and isinstance(defs, Mapping) else None

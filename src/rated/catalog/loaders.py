@@ -424,6 +424,7 @@ def _nested_deeper_than(obj: Any, limit: int) -> bool:
     stack = [(obj, 1)]
     while stack:
         item, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):

@@ -47,7 +47,9 @@ def openapi_records(
     paths = spec.get("paths")
     if not isinstance(paths, Mapping):
         return [], [CatalogProblem("top level", "paths", "an OpenAPI document needs a 'paths' object")]
-    info = spec.get("info") if isinstance(spec.get("info"), Mapping) else {}
+    info = spec.get("info")
+    if not isinstance(info, Mapping):
+        info = {}
     base = _base_url(spec)
     host = urlsplit(base).hostname if base else None
     title = info.get("title") if isinstance(info.get("title"), str) else None
@@ -189,9 +191,9 @@ def _base_url(spec: Mapping[str, Any]) -> str | None:
     if isinstance(servers, list) and servers and isinstance(servers[0], Mapping):
         url = servers[0].get("url")
         if isinstance(url, str) and url.strip():
-            variables = (
-                servers[0].get("variables") if isinstance(servers[0].get("variables"), Mapping) else {}
-            )
+            variables = servers[0].get("variables")
+            if not isinstance(variables, Mapping):
+                variables = {}
             return _SERVER_VAR.sub(lambda m: _default(variables, m.group(1)), url.strip())
     host = spec.get("host")
     if isinstance(host, str) and host.strip():  # Swagger 2.0

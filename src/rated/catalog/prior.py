@@ -170,11 +170,11 @@ def _consistency(tools: Sequence[Tool], encoder: Encoder, *, batch_size: int, pr
     position = {text: i for i, text in enumerate(unique)}
     emb = np.asarray(encoder.encode_tools(unique, batch_size=batch_size, progress=progress), dtype=np.float32)
     norms = np.linalg.norm(emb, axis=1, keepdims=True)
-    emb = emb / np.where(norms > 0, norms, 1.0)  # cosine even from an encoder that forgot to normalise
+    unit = emb / np.where(norms > 0, norms, 1.0)  # cosine even from an encoder that forgot to normalise
     out = np.zeros(len(tools), dtype=np.float64)
     for i, (name, desc) in enumerate(zip(names, descs, strict=True)):
         if desc:
-            out[i] = float(emb[position[name]] @ emb[position[desc]])
+            out[i] = float(unit[position[name]] @ unit[position[desc]])
     # a plugged-in encoder may return NaN/inf for some text (e.g. mean pooling over zero tokens): no
     # evidence of consistency, not a NaN that would poison the fused ranking score
     return np.clip(np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0), 0.0, 1.0)

@@ -37,7 +37,7 @@ import types
 import typing
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typing_extensions
 from pydantic import ConfigDict, Field, create_model
@@ -181,7 +181,7 @@ def model_schema(model: Any) -> dict[str, Any]:
         except TypeError:  # a model_json_schema of its own, without pydantic's arguments
             schema = dict(model.model_json_schema())
     elif isinstance(model, type) and callable(getattr(model, "schema", None)):  # pydantic v1
-        schema = dict(model.schema())
+        schema = dict(cast(Any, model).schema())  # narrowed to `type`, which has no v1 `schema`
     else:
         raise SignatureError(f"its argument schema is a {type(model).__name__}, not a model or a dict")
     schema.pop("title", None)
@@ -259,9 +259,10 @@ def _culprit(sig: inspect.Signature, typed: Mapping[str, Any], config: ConfigDic
         if p.annotation is _P.empty or p.kind in (_P.VAR_KEYWORD, _P.VAR_POSITIONAL):
             continue
         try:
+            field: dict[str, Any] = {f"p{i}": (typed[p.name], ...)}
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", PydanticJsonSchemaWarning)
-                one = create_model("arguments", __config__=config, **{f"p{i}": (typed[p.name], ...)})
+                one = create_model("arguments", __config__=config, **field)
                 one.model_json_schema()
         except Exception as exc:
             return f"parameter {p.name!r}: its type cannot be written as JSON schema ({_first_line(exc)})"
@@ -289,7 +290,7 @@ def _typeddicts_copied(annotation: Any, copies: dict[type, type | None]) -> Any:
         inner = _typeddicts_copied(annotation.__origin__, copies)
         if inner is annotation.__origin__:
             return annotation
-        return Annotated[(inner, *annotation.__metadata__)]  # type: ignore[valid-type]
+        return Annotated[(inner, *annotation.__metadata__)]
     args = typing.get_args(annotation)
     new = tuple(_typeddicts_copied(a, copies) for a in args)
     if all(n is a for n, a in zip(new, args, strict=True)):
@@ -321,7 +322,7 @@ def _typeddict_copy(td: type, copies: dict[type, type | None]) -> type:
     fields: dict[str, Any] = {}
     changed = ours
     for name, hint in hints.items():
-        required = _required(hint, name in td.__required_keys__)
+        required = _required(hint, name in td.__required_keys__)  # type: ignore[attr-defined]  # a TypedDict's
         while typing.get_origin(hint) in _REQUIRED_MARKS:
             hint = typing.get_args(hint)[0]
         copied = _typeddicts_copied(hint, copies)
@@ -333,8 +334,9 @@ def _typeddict_copy(td: type, copies: dict[type, type | None]) -> type:
         return td
     options = {} if ours else {"closed": getattr(td, "__closed__", None)}
     if not ours and hasattr(td, "__extra_items__"):
-        options["extra_items"] = td.__extra_items__  # type: ignore[attr-defined]
-    copy = typing_extensions.TypedDict(td.__name__, fields, **options)  # type: ignore[operator]
+        options["extra_items"] = td.__extra_items__
+    # the functional form, its fields known only at run time (mypy takes only literal ones)
+    copy = typing_extensions.TypedDict(td.__name__, fields, **options)  # type: ignore[misc]
     copy.__module__, copy.__qualname__, copy.__doc__ = td.__module__, td.__qualname__, td.__doc__
     if hasattr(td, "__pydantic_config__"):
         copy.__pydantic_config__ = td.__pydantic_config__  # type: ignore[attr-defined]

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal, TextIO
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
@@ -244,7 +244,7 @@ async def aread_server(
 
 
 async def _list(
-    server: McpServer, errlog: IO[str], timeout: float
+    server: McpServer, errlog: TextIO, timeout: float
 ) -> tuple[tuple[str | None, str | None], list[dict]]:
     """(server name, version) and the raw tools of every ``tools/list`` page."""
     from mcp.client import Client
@@ -280,7 +280,7 @@ async def _list(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def _transport(server: McpServer, errlog: IO[str], stack: AsyncExitStack, timeout: float) -> Any:
+async def _transport(server: McpServer, errlog: TextIO, stack: AsyncExitStack, timeout: float) -> Any:
     if server.transport == "stdio":
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
@@ -420,7 +420,7 @@ def _leaf(exc: BaseException) -> BaseException:
 
 
 def _failure(
-    server: McpServer, exc: BaseException, timeout: float, warnings: list[str], errlog: IO[str]
+    server: McpServer, exc: BaseException, timeout: float, warnings: list[str], errlog: TextIO
 ) -> CatalogError:
     """One line saying what went wrong with ``server``, in the user's terms."""
     from mcp.shared.exceptions import MCPError
@@ -472,7 +472,7 @@ def _http_reason(message: str) -> str:
     }.get(message, message)
 
 
-def _last_line(errlog: IO[str]) -> str:
+def _last_line(errlog: TextIO) -> str:
     """The last non-blank line a failed server wrote on stderr ('' when none)."""
     try:
         errlog.flush()

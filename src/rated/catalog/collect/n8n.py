@@ -13,7 +13,7 @@ n8n text (do not commit a catalog built from it).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rated.catalog.collect.archive import Archive, LayoutError
@@ -116,7 +116,8 @@ def _node_tools(node: dict[str, Any], credentials: Mapping[str, Any]) -> Iterato
         }
         return
     seen: set[tuple[str | None, str]] = set()
-    for resource in resources or [None]:
+    choices: Sequence[dict[str, Any] | None] = resources if resources else [None]
+    for resource in choices:
         for op_prop in op_props:
             if not _shown_for(op_prop, resource, None):
                 continue

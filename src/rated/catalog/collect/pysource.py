@@ -505,11 +505,11 @@ def doc_params(doc: str) -> dict[str, str]:
         indent = len(line) - len(line.lstrip())
         if re.match(r"^[A-Z][A-Za-z ]+:\s*$", stripped) and (base_indent < 0 or indent < base_indent):
             break  # next section (Returns:, Raises:, ...)
-        match = _DOC_ARG.match(line)
-        if match and (base_indent < 0 or indent <= base_indent):
+        arg = _DOC_ARG.match(line)
+        if arg and (base_indent < 0 or indent <= base_indent):
             base_indent = indent
-            current = match.group(1)
-            out[current] = clean_text(match.group(3))
+            current = arg.group(1)
+            out[current] = clean_text(arg.group(3))
         elif current is not None and indent > base_indent:
             out[current] = clean_text(f"{out[current]} {stripped}")
     return out
