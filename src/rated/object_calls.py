@@ -40,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, ValuesView
 from functools import partial
 from typing import Any
 
@@ -212,10 +212,11 @@ def _check_names(
     of them is no parameter of ``fn`` (unless it takes ``**kwargs``)."""
     missing = [n for n in required if n not in arguments] if isinstance(required, list) else []
     unexpected: list[str] = []
+    params: ValuesView[inspect.Parameter] | None
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):  # no signature (or no function): the call will tell
-        params = None  # type: ignore[assignment]
+        params = None
     if params is not None and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         named = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
         unexpected = [n for n in arguments if n not in named]

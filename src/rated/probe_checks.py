@@ -164,7 +164,7 @@ class _HangUp:
         self._done = False
 
     def trace(self, event: str, info: dict[str, Any]) -> None:
-        stream = info.get("return_value")  # a connection's stream once connected (TCP, then TLS)
+        stream: Any = info.get("return_value")  # a connection's stream once connected (TCP, then TLS)
         sock = stream.get_extra_info("socket") if hasattr(stream, "get_extra_info") else None
         if not isinstance(sock, socket.socket):
             return
@@ -401,7 +401,8 @@ def _not_the_tools(exc: BaseException) -> str | None:
     bundle lacks), its resolver failing for a while, its proxy failing would demote every tool probed.
     Looks through ``__cause__``, ``__context__`` and exception groups (httpx wraps the socket's error)."""
     again = getattr(socket, "EAI_AGAIN", None)
-    todo, seen = [exc], set()
+    todo: list[BaseException] = [exc]
+    seen: set[int] = set()
     while todo and len(seen) < 16:
         e = todo.pop()
         if id(e) in seen:

@@ -341,7 +341,8 @@ class Retriever(OutcomeReports, CatalogChanges):
         if len(pos) == 0:
             return []
         where = pos.tolist()
-        providers = tuple(map(self._provider_at.__getitem__, where))
+        # None for a candidate not read since the pool was set (replaced below: no cast on this path)
+        providers: tuple[str, ...] = tuple(map(self._provider_at.__getitem__, where))  # type: ignore[arg-type]
         if None in providers:  # a candidate not read since the pool was set: parse its record
             providers = self._read_entries(where)
         prior_arr = self._prior[pos]
@@ -349,12 +350,13 @@ class Retriever(OutcomeReports, CatalogChanges):
             tuple(map(self._ids.__getitem__, where)), sem, prior_arr, providers, vec, float(self._clock())
         )
         policy = self._policy
-        checked = isinstance(policy, BasePolicy) and type(policy).rank is BasePolicy.rank
-        if checked:
+        if isinstance(policy, BasePolicy) and type(policy).rank is BasePolicy.rank:
+            checked = True
             # the ranking in plain Python values (checked there, components' lengths too): no arrays made
             # only to be taken apart here
             order, scores, components, healthy, degraded = policy._ranked(candidates)
         else:
+            checked = False
             ranking = policy.rank(candidates)
             _check_ranking(ranking, len(candidates))
             order = np.asarray(ranking.order).tolist()
@@ -415,7 +417,7 @@ class Retriever(OutcomeReports, CatalogChanges):
                 entry = self._tools[p]
                 tool_at[p] = entry.tool
                 provider_at[p] = entry.provider_key
-        return tuple(map(provider_at.__getitem__, where))
+        return tuple(map(provider_at.__getitem__, where))  # type: ignore[arg-type]  # none None: read above
 
     # ---- asyncio -----------------------------------------------------------------------------------
     # Agents built on asyncio must not block their event loop on the encoder (milliseconds) or on a store
@@ -542,7 +544,8 @@ class Retriever(OutcomeReports, CatalogChanges):
             with self._lock:
                 self._refresh()
                 tool_id = self._known_id(tool_id)  # as the catalog spells it: the log's spelling
-        return self._store.outcomes(tool_id, limit)
+        # None: all of them, as every store takes it (StateStore.outcomes says int only)
+        return self._store.outcomes(tool_id, limit)  # type: ignore[arg-type]
 
     @property
     def store(self) -> Store:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from rated.catalog.schema import Tool
 from rated.catalog_sync import SyncPlan, SyncReport, plan_sync
 from rated.encode.base import Encoder
 from rated.errors import ConfigError, StoreError, ToolExistsError
-from rated.index.semantic import dense_kind
+from rated.index.semantic import SemanticIndex, dense_kind
 from rated.retriever_mirror import StoreMirror
 from rated.shown import shown
 from rated.store.base import CatalogChangedError, LastToolError, Store
@@ -83,7 +83,7 @@ class CatalogChanges(StoreMirror):
             had_graph = index.dense.kind == "hnsw"
             self._change_index(index.add, entries, embeddings)
             self._set_pool(
-                index.tools,
+                _entries(index),
                 {**self._prior_by_id, **dict(zip(prior.tool_ids, prior.r_static, strict=True))},
             )
             self._own_catalog_change(version)
@@ -123,14 +123,17 @@ class CatalogChanges(StoreMirror):
             index = self._index
             had_graph = dense_kind(setup.semantic_config(self._meta.semantic), len(self._ids)) == "hnsw"
             version = self._store.delete_tools(ids, keep_one=True)  # re-checked inside the change
+            pool: list[StoredTool]
             if index is not None:
                 self._change_index(index.remove, ids)
+                pool = _entries(index)
             else:
                 self._unindexed = self._unindexed_without(ids)
+                pool = self._unindexed[0]
             self._forget_states(ids)
             self._states_stale = True  # reload the remaining states into a fresh copy at the next refresh:
             # what the policy learned from these tools beyond their states goes with them (_load_states)
-            self._set_pool(index.tools if index is not None else self._unindexed[0], self._prior_by_id)
+            self._set_pool(pool, self._prior_by_id)
             self._own_catalog_change(version)
             if index is not None:
                 self._settle_graph(version, had_graph)
@@ -253,3 +256,9 @@ def _kept_changing(store: Store, what: str) -> StoreError:
         f"{setup.describe_db(store)}: the catalog kept changing while the {what} was being stored; "
         f"nothing was stored: try again"
     )
+
+
+def _entries(index: SemanticIndex) -> list[StoredTool]:
+    """The pool entries ``index`` holds: the ``StoredTool``s it was built from (it types them as ``Tool``s,
+    whose fields they read through to)."""
+    return cast("list[StoredTool]", index.tools)

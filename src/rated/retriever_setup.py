@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeGuard
 
 import numpy as np
 
@@ -60,7 +60,7 @@ def as_tools(source: str | Path | Sequence[Tool | Mapping[str, Any]]) -> list[To
     if isinstance(source, (str, Path)):
         return load_catalog(source)
     items = list(source)
-    if all(isinstance(t, Tool) for t in items):
+    if _all_tools(items):
         if not items:
             raise CatalogError("the catalog holds no tools")
         seen: set[str] = set()
@@ -70,6 +70,10 @@ def as_tools(source: str | Path | Sequence[Tool | Mapping[str, Any]]) -> list[To
             raise CatalogError(f"{len(dupes)} duplicate tool id(s)", problems)
         return items
     return load_catalog([t.model_dump(mode="json") if isinstance(t, Tool) else t for t in items])
+
+
+def _all_tools(items: list[Tool | Mapping[str, Any]]) -> TypeGuard[list[Tool]]:
+    return all(isinstance(t, Tool) for t in items)
 
 
 def put_tools(
@@ -99,8 +103,18 @@ def replace_catalog(
     return store.replace_catalog(*_tool_rows(tools, embeddings, prior), meta, expect_empty=expect_empty)
 
 
-def _tool_rows(tools: Sequence[Tool], embeddings: np.ndarray, prior: PriorResult) -> tuple:
-    return (
+class _ToolRows(NamedTuple):
+    """The arguments ``Store.put_tools`` and ``replace_catalog`` take first, in their order."""
+
+    ids: list[str]
+    records: list[str]
+    embeddings: np.ndarray
+    prior: np.ndarray
+    prior_detail: list[dict[str, Any]]
+
+
+def _tool_rows(tools: Sequence[Tool], embeddings: np.ndarray, prior: PriorResult) -> _ToolRows:
+    return _ToolRows(
         [t.id for t in tools],
         [t.model_dump_json() for t in tools],
         embeddings,
@@ -297,7 +311,8 @@ def build_policy(policy: str | Policy, params: Mapping[str, Any]) -> Policy:
         return policy
     from rated.policy import make_policy
 
-    return make_policy(policy, **params)
+    # a BasePolicy is a Policy (its ``name`` a class variable, which the protocol does not allow for)
+    return make_policy(policy, **params)  # type: ignore[return-value]
 
 
 def policy_params(policy: Policy) -> dict[str, Any]:

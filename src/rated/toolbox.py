@@ -151,7 +151,7 @@ class Toolbox:
         self._adding: dict[str, ToolObject] = {}  # being indexed by add_tools, not yet in ``_by_id``
         self._removing: frozenset[str] = frozenset()  # being removed by remove_tools, still in ``_by_id``
         self._changing = threading.Lock()  # one add_tools or remove_tools at a time
-        self._spellings: tuple[dict[str, ToolObject], IdSpellings] | None = None  # of a ``_by_id``
+        self._spellings: tuple[Mapping[str, ToolObject], IdSpellings] | None = None  # of a ``_by_id``
         self._parsers: object_calls.Parsers = {}  # the function tools' typed-argument parsers, by id
 
     # ---- retrieval ---------------------------------------------------------------------------------
@@ -254,7 +254,7 @@ class Toolbox:
             return tool_id
         spellings = self._spellings
         if spellings is None or spellings[0] is not held:  # made once for each ``_by_id``
-            spellings = self._spellings = (held, IdSpellings(held))  # type: ignore[assignment]
+            spellings = self._spellings = (held, IdSpellings(held))
         return spellings[1].find(tool_id)
 
     # ---- changing the tools ------------------------------------------------------------------------
@@ -351,7 +351,7 @@ class Toolbox:
             held = [self._held_id(tool_id, by_id) for tool_id in given]  # any Unicode spelling
             for tool_id, found in zip(given, held, strict=True):
                 if found is None:
-                    raise UnknownToolError(tool_id)  # type: ignore[arg-type]
+                    raise UnknownToolError(tool_id)
             ids: list[str] = list(dict.fromkeys(held))  # type: ignore[arg-type]
             if not ids:
                 return []

@@ -44,8 +44,9 @@ __all__ = ["AsyncTrackedCall", "TrackedCall"]
 log = logging.getLogger("rated.tracking")
 _REPORTED_BY = "_rated_reported_by"  # set on an exception a tracked call counted: that call's tool id
 T = TypeVar("T")
-Send = Callable[[str, Outcome, str | None], None]
-ASend = Callable[[str, Outcome, str | None], Awaitable[None]]
+# what reports an outcome (``Retriever.feedback`` / ``afeedback``); what it returns is not used
+Send = Callable[[str, Outcome, str | None], object]
+ASend = Callable[[str, Outcome, str | None], Awaitable[object]]
 
 
 class _Tracked:
@@ -192,7 +193,7 @@ class AsyncTrackedCall(_Tracked):
             raise
         if inspect.isawaitable(result):
             return await result
-        return result  # type: ignore[return-value]
+        return result
 
     async def __aenter__(self) -> Self:
         self._begin()
