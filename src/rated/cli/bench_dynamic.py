@@ -10,12 +10,16 @@ import json
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 from rated.cli.bench_group import get_bench_subparsers
 from rated.cli.outpath import check_out_dir, check_out_file, writing
 from rated.cli.output import err_console
 from rated.errors import ConfigError
+
+if TYPE_CHECKING:  # for type hints only: the benchmark is imported when a command runs
+    from rated.bench.dynamic.runner import MethodSpec
 
 __all__ = ["register"]
 
@@ -278,11 +282,11 @@ def _config(args: argparse.Namespace, validation: bool):  # noqa: ANN202
     )
 
 
-def _specs(args: argparse.Namespace, tuned: dict[str, dict[str, Any]] | None = None):  # noqa: ANN202
+def _specs(args: argparse.Namespace, tuned: dict[str, dict[str, Any]] | None = None) -> list[MethodSpec]:
     from rated.bench.dynamic.runner import MethodSpec
 
     sets = _overrides(args.set)
-    specs = []
+    specs: list[MethodSpec] = []
     for text in args.methods:
         if text.startswith("oracle"):
             continue
@@ -369,8 +373,10 @@ class _Progress:
         self.status.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.status.__exit__(*exc)
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.status.__exit__(exc_type, exc, tb)
 
     def __call__(self, message: str) -> None:
         self.status.update(message)

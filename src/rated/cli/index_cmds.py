@@ -10,7 +10,7 @@ import argparse
 import os
 import shlex
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rich.markup import escape
 from rich.table import Table
@@ -176,6 +176,16 @@ def _json(p: argparse.ArgumentParser) -> None:
 
 
 # ---- handlers ----------------------------------------------------------------------------------------
+class _IndexSummary(TypedDict):
+    """What ``rated index`` prints (``--json``: as it is)."""
+
+    db: str
+    tools: int
+    encoder: str
+    policy: str
+    seconds: float
+
+
 def _index(args: argparse.Namespace) -> int:
     from rated.retriever import Retriever
     from rated.retriever_setup import describe_db
@@ -203,7 +213,7 @@ def _index(args: argparse.Namespace) -> int:
         ) from None
     with built as r:
         seconds = time.perf_counter() - start
-        summary = {
+        summary: _IndexSummary = {
             "db": describe_db(args.db),  # a redis:// password is never printed
             "tools": len(r),
             "encoder": str(r.meta.encoder),

@@ -67,8 +67,9 @@ def _serve(args: argparse.Namespace) -> int:
     from rated.retriever import Retriever
     from rated.service import Settings, create_app
 
+    db: str = args.db  # --db, or $RATED_DB without it: the parser requires one
     settings = Settings.from_env(
-        db=args.db,
+        db=db,
         host=args.host,
         port=args.port,
         workers=args.workers,
@@ -76,7 +77,7 @@ def _serve(args: argparse.Namespace) -> int:
         probe_budget=args.probe_budget,
     )
     _check_can_listen(settings.host, settings.port)  # before opening: a large index takes seconds to load
-    with Retriever.open(settings.db, busy_timeout=settings.busy_timeout) as retriever:  # errors: one line
+    with Retriever.open(db, busy_timeout=settings.busy_timeout) as retriever:  # errors: one line
         retriever.index  # noqa: B018 - build the index now: the first request should not pay for it
         app = create_app(settings, retriever=retriever) if settings.workers == 1 else None
         _announce(settings, retriever)  # once nothing is left to refuse before uvicorn starts
@@ -115,9 +116,10 @@ def _mcp(args: argparse.Namespace) -> int:
     from rated.service.mcp_server import build_mcp_server
     from rated.service.mcp_stdio import run_stdio
 
-    settings = Settings.from_env(db=args.db, probe_every=args.probe_every, probe_budget=args.probe_budget)
+    db: str = args.db  # --db, or $RATED_DB without it: the parser requires one
+    settings = Settings.from_env(db=db, probe_every=args.probe_every, probe_budget=args.probe_budget)
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries JSON-RPC only: keep set-up chatter off it
-        retriever = Retriever.open(settings.db, busy_timeout=settings.busy_timeout)
+        retriever = Retriever.open(db, busy_timeout=settings.busy_timeout)
         retriever.index  # noqa: B018 - built before the first find_tools call
     with retriever:
         run_stdio(build_mcp_server(retriever, settings))  # answers unreadable lines, unlike .run("stdio")

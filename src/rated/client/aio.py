@@ -23,7 +23,7 @@ from rated.catalog.export import ExportFormat, ToolDefinitions
 from rated.client import wire
 from rated.client.endpoint import DEFAULT_TIMEOUT, Endpoint
 from rated.client.errors import unreachable
-from rated.client.wire import Call, FeedbackResult, Retrieved, ServiceHealth, Where
+from rated.client.wire import Call, FeedbackResult, Retrieved, RetrievedMany, ServiceHealth, Where
 from rated.hits import Hit, ToolHealth
 from rated.outcome import Outcome, OutcomeKind
 from rated.tracking import AsyncTrackedCall
@@ -77,7 +77,7 @@ class AsyncRatedClient:
         *,
         format: ExportFormat | None = None,
         where: Where = None,
-    ) -> list[Retrieved]:
+    ) -> RetrievedMany:
         return await self._send(wire.retrieve_many(queries, k, format, where))
 
     async def feedback(

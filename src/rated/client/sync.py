@@ -18,7 +18,7 @@ from rated.catalog.export import ExportFormat, ToolDefinitions
 from rated.client import wire
 from rated.client.endpoint import DEFAULT_TIMEOUT, Endpoint
 from rated.client.errors import unreachable
-from rated.client.wire import Call, FeedbackResult, Retrieved, ServiceHealth, Where
+from rated.client.wire import Call, FeedbackResult, Retrieved, RetrievedMany, ServiceHealth, Where
 from rated.hits import Hit, ToolHealth
 from rated.outcome import Outcome, OutcomeKind
 from rated.tracking import TrackedCall
@@ -85,7 +85,7 @@ class RatedClient:
         *,
         format: ExportFormat | None = None,
         where: Where = None,
-    ) -> list[Retrieved]:
+    ) -> RetrievedMany:
         """``retrieve`` for a batch of queries in one request (at most the service's ``max_batch``), each
         under the same ``where``."""
         return self._send(wire.retrieve_many(queries, k, format, where))

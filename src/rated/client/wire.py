@@ -48,6 +48,7 @@ __all__ = [
 
 T = TypeVar("T")
 Retrieved = list[Hit] | ToolDefinitions
+RetrievedMany = list[list[Hit]] | list[ToolDefinitions]  # every query's the same kind
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def retrieve(query: str, k: int | None, format: ExportFormat | None, where: Wher
 
 def retrieve_many(
     queries: Iterable[str], k: int | None, format: ExportFormat | None, where: Where = None
-) -> Call[list[Retrieved]]:
+) -> Call[RetrievedMany]:
     if isinstance(queries, str) or not isinstance(queries, Iterable):
         raise QueryError(f"retrieve_many takes a list of queries, got {type(queries).__name__}")
     listed = list(queries)
@@ -143,8 +144,10 @@ def retrieve_many(
         except QueryError as exc:  # name the culprit, as Retriever.retrieve_many does
             raise QueryError(f"queries[{i}]: {exc}") from None
 
-    def read(body: Any) -> list[Retrieved]:
-        return [_retrieved(result, format) for result in body["results"]]
+    def read(body: Any) -> RetrievedMany:
+        if format is None:
+            return [_hits(result) for result in body["results"]]
+        return [_definitions(result, format) for result in body["results"]]
 
     body = _dropped(queries=listed, k=k, format=format, where=_where(where))
     return Call("POST", "/retrieve/batch", read, body)
@@ -222,11 +225,17 @@ def check_query(query: object) -> None:
 
 # ---- answers into rated's types ---------------------------------------------------------------------------
 def _retrieved(result: Any, format: ExportFormat | None) -> Retrieved:
+    return _hits(result) if format is None else _definitions(result, format)
+
+
+def _hits(result: Any) -> list[Hit]:
     degraded = bool(result["degraded"])
+    return [_hit(row, degraded) for row in result["hits"]]
+
+
+def _definitions(result: Any, format: ExportFormat) -> ToolDefinitions:
     rows = result["hits"]
-    hits = [_hit(row, degraded) for row in rows]
-    if format is None:
-        return hits
+    hits = _hits(result)
     names = {row["id"]: row["call_name"] for row in rows}
     return ToolDefinitions(
         format,

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import cast
 
 from fastapi import Depends, FastAPI, Request, Response
 from fastapi.responses import JSONResponse
@@ -56,7 +57,8 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        first = retriever or Retriever.open(settings.db, busy_timeout=settings.busy_timeout)
+        # settings.db is set when no retriever is given (checked above)
+        first = retriever or Retriever.open(cast(str, settings.db), busy_timeout=settings.busy_timeout)
         stop = threading.Event()
         try:
             first.index  # noqa: B018 - build the index before the first request

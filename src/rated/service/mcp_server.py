@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.tools import Tool
+    from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 
 __all__ = ["build_mcp_server"]
 
@@ -112,18 +113,16 @@ RetryAfter = Annotated[
 ]
 
 
-def _filter_param(key: str) -> Any:
-    """A filter key (``rated.tool_filter``) as an optional argument: flat arguments, which a model fills in
-    more reliably than a nested object."""
-    return Annotated[FilterValue, Field(description=WHERE_KEYS[key] + "; a list of strings, or one string")]
-
-
-Exclude = _filter_param("exclude")
-Only = _filter_param("tools")  # not "tools", which a model could take for the tools it is asking for
-Source = _filter_param("source")
-Tags = _filter_param("tags")
-Provider = _filter_param("provider")
-AuthKinds = _filter_param("auth")
+# each filter key (``rated.tool_filter``) as an optional argument: flat arguments, which a model fills in
+# more reliably than a nested object
+_ONE_OR_MORE = "; a list of strings, or one string"
+Exclude = Annotated[FilterValue, Field(description=WHERE_KEYS["exclude"] + _ONE_OR_MORE)]
+# not "tools", which a model could take for the tools it is asking for
+Only = Annotated[FilterValue, Field(description=WHERE_KEYS["tools"] + _ONE_OR_MORE)]
+Source = Annotated[FilterValue, Field(description=WHERE_KEYS["source"] + _ONE_OR_MORE)]
+Tags = Annotated[FilterValue, Field(description=WHERE_KEYS["tags"] + _ONE_OR_MORE)]
+Provider = Annotated[FilterValue, Field(description=WHERE_KEYS["provider"] + _ONE_OR_MORE)]
+AuthKinds = Annotated[FilterValue, Field(description=WHERE_KEYS["auth"] + _ONE_OR_MORE)]
 # how a filter error names the argument at fault: "argument 'only': unknown tool id: 'x'"
 _FILTER_ERRORS = {key: f"argument {key!r}" for key in WHERE_KEYS} | {"tools": "argument 'only'"}
 
@@ -240,7 +239,9 @@ def _closed_tool(fn: Callable[..., Any], description: str) -> Tool:
     # hide_input_in_errors: a validation error names the argument and the problem, never echoes the value
     config = ConfigDict(extra="forbid", hide_input_in_errors=True)
     check = model_validator(mode="before")(known_arguments_only)
-    closed = type(model.__name__, (model,), {"model_config": config, "check_known_arguments": check})
+    closed: type[ArgModelBase] = type(
+        model.__name__, (model,), {"model_config": config, "check_known_arguments": check}
+    )
     tool.fn_metadata.arg_model = closed  # read at each call (the SDK documents this field as live)
     tool.parameters = closed.model_json_schema(by_alias=True)
     return tool

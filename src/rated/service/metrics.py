@@ -235,16 +235,19 @@ def _locked(path: str, *, shared: bool, wait: float | None = None) -> Iterator[b
     fd = os.open(os.path.join(path, MERGE_LOCK), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
-        deadline = None if wait is None else time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, mode if deadline is None else mode | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    yield False
-                    return
-                time.sleep(0.01)
+        if wait is None:
+            fcntl.flock(fd, mode)
+        else:
+            deadline = time.monotonic() + wait
+            while True:
+                try:
+                    fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        yield False
+                        return
+                    time.sleep(0.01)
         yield True
     finally:
         os.close(fd)  # releases the lock

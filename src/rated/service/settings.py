@@ -35,17 +35,17 @@ class Settings(BaseModel):
 
     db: str | None = None
     host: str = "127.0.0.1"
-    port: int = Field(8000, ge=1, le=65535)
-    default_k: int = Field(5, ge=1)
-    max_k: int = Field(50, ge=1)
-    max_batch: int = Field(64, ge=1)
-    busy_timeout: float = Field(5.0, gt=0)
-    max_body_bytes: int = Field(1 << 20, ge=1)  # 1 MiB: a full batch (64 x 10,000 ASCII chars) fits
+    port: int = Field(default=8000, ge=1, le=65535)
+    default_k: int = Field(default=5, ge=1)
+    max_k: int = Field(default=50, ge=1)
+    max_batch: int = Field(default=64, ge=1)
+    busy_timeout: float = Field(default=5.0, gt=0)
+    max_body_bytes: int = Field(default=1 << 20, ge=1)  # 1 MiB: a full batch (64 x 10,000 ASCII chars) fits
     api_key: SecretStr | None = None  # set: every route but /health and the docs needs it (service.auth)
-    workers: int = Field(1, ge=1)  # HTTP worker processes (rated serve); each opens the store itself
+    workers: int = Field(default=1, ge=1)  # HTTP worker processes (rated serve); each opens the store itself
     # health probes of suspected tools (rated.probing): seconds between rounds (MIN_EVERY..MAX_EVERY), or off
     probe_every: float | None = None
-    probe_budget: int = Field(3, ge=1)  # tools checked per round (per worker process)
+    probe_budget: int = Field(default=3, ge=1)  # tools checked per round (per worker process)
     probe_timeout: float = 5.0  # seconds a probe may wait for an answer (above 0, at most MAX_TIMEOUT)
 
     @field_validator("api_key")
