@@ -544,8 +544,7 @@ class Retriever(OutcomeReports, CatalogChanges):
             with self._lock:
                 self._refresh()
                 tool_id = self._known_id(tool_id)  # as the catalog spells it: the log's spelling
-        # None: all of them, as every store takes it (StateStore.outcomes says int only)
-        return self._store.outcomes(tool_id, limit)  # type: ignore[arg-type]
+        return self._store.outcomes(tool_id, limit)
 
     @property
     def store(self) -> Store:

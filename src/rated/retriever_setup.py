@@ -311,8 +311,7 @@ def build_policy(policy: str | Policy, params: Mapping[str, Any]) -> Policy:
         return policy
     from rated.policy import make_policy
 
-    # a BasePolicy is a Policy (its ``name`` a class variable, which the protocol does not allow for)
-    return make_policy(policy, **params)  # type: ignore[return-value]
+    return make_policy(policy, **params)
 
 
 def policy_params(policy: Policy) -> dict[str, Any]:

@@ -158,7 +158,10 @@ class Feedback:
 class Policy(Protocol):
     """What the retriever and the simulator need from any re-ranker."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The policy's registry name (a class variable of ``BasePolicy``: read-only here, so it fits)."""
+        ...
 
     def rank(self, candidates: Candidates) -> Ranking: ...
 

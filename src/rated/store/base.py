@@ -73,7 +73,9 @@ class StateStore(Protocol):
         """
         ...
 
-    def outcomes(self, tool_id: str | None = None, limit: int = 100) -> list[OutcomeRecord]: ...
+    def outcomes(self, tool_id: str | None = None, limit: int | None = 100) -> list[OutcomeRecord]:
+        """The last ``limit`` outcomes (None: all of them), of ``tool_id`` or of every tool, oldest first."""
+        ...
 
     def version(self) -> int:
         """A number that changes whenever any writer changed policy state (cheap to poll)."""
