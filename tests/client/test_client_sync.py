@@ -73,6 +73,8 @@ def test_feedback_status_and_headers_are_classified_by_the_service(client, retri
     )
     limited = client.feedback("mail.a", status=429, retry_after=5)
     assert limited.outcome == Outcome(OutcomeKind.RATE_LIMITED, 5)
+    # the status stays on the Outcome, as outcome_from_status keeps it in process (equality ignores it)
+    assert limited.outcome.status == 429 == outcome_from_status(429).status
     assert client.feedback("mail.a", status=502).outcome == Outcome(OutcomeKind.TOOL_ERROR)
     # an Outcome keeps its own wait unless retry_after replaces it, as Retriever.feedback reads it
     own = Outcome(OutcomeKind.RATE_LIMITED, 7)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from numbers import Integral, Real
 from typing import Any, Generic, TypeVar
 from urllib.parse import quote
@@ -188,7 +189,9 @@ def feedback(
         query=query,
         retry_after=retry_after,
     )
-    return Call("POST", "/feedback", _feedback_result, body, tool_id=tool_id)
+    # the service answers with what the status was classified as; the status is this call's, kept on the
+    # Outcome as outcome_from_status keeps it in process
+    return Call("POST", "/feedback", partial(_feedback_result, status=status), body, tool_id=tool_id)
 
 
 def tools(unhealthy: bool) -> Call[list[ToolHealth]]:
@@ -293,12 +296,12 @@ def _tool_health(row: Mapping[str, Any]) -> ToolHealth:
     )
 
 
-def _feedback_result(body: Any) -> FeedbackResult:
+def _feedback_result(body: Any, status: int | None = None) -> FeedbackResult:
     healthy = body["healthy"]
     learned = body.get("counted_as")  # absent from an older service's answer, as retired
     return FeedbackResult(
         tool_id=str(body["tool_id"]),
-        outcome=Outcome(OutcomeKind(body["outcome"]), body["retry_after"]),
+        outcome=Outcome(OutcomeKind(body["outcome"]), body["retry_after"], status),
         healthy=None if healthy is None else bool(healthy),
         recorded=bool(body["recorded"]),
         counted_as=None if learned is None else OutcomeKind(learned),
