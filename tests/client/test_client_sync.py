@@ -80,6 +80,8 @@ def test_feedback_status_and_headers_are_classified_by_the_service(client, retri
     own = Outcome(OutcomeKind.RATE_LIMITED, 7)
     assert client.feedback("mail.b", own).outcome.retry_after == 7
     assert client.feedback("mail.b", own, retry_after=9).outcome.retry_after == 9
+    classified = outcome_from_status(429, {"Retry-After": "7"})  # its status kept, though sent by name
+    assert client.feedback("mail.b", classified, retry_after=9).outcome.status == 429
     assert client.feedback("mail.b", True).outcome == Outcome(OutcomeKind.SUCCESS)
     assert log(retriever) == [
         ("caller_error", None),
@@ -87,7 +89,12 @@ def test_feedback_status_and_headers_are_classified_by_the_service(client, retri
         ("rate_limited", 5.0),
         ("tool_error", None),
     ]
-    assert log(retriever, "mail.b") == [("rate_limited", 7.0), ("rate_limited", 9.0), ("success", None)]
+    assert log(retriever, "mail.b") == [
+        ("rate_limited", 7.0),
+        ("rate_limited", 9.0),
+        ("rate_limited", 9.0),
+        ("success", None),
+    ]
 
 
 def test_feedback_arguments_are_checked_before_anything_is_sent(connect, recording):

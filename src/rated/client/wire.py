@@ -166,10 +166,10 @@ def feedback(
     """``POST /feedback``; ``outcome`` in any form ``Retriever.feedback`` takes (an ``Outcome``'s own
     retry_after unless ``retry_after`` replaces it), or ``status`` (and ``headers``) to be classified."""
     _check_id(tool_id)
-    name = None
+    name, kept_status = None, status  # the status the answer's Outcome keeps: sent, or the given Outcome's
     if outcome is not None:
         given = Outcome.of(outcome)  # a bad name is a ConfigError here
-        name = given.kind.value
+        name, kept_status = given.kind.value, given.status
         if retry_after is None and isinstance(outcome, Outcome):
             retry_after = given.retry_after
         plain = status is None and headers is None and retry_after is None
@@ -191,7 +191,7 @@ def feedback(
     )
     # the service answers with what the status was classified as; the status is this call's, kept on the
     # Outcome as outcome_from_status keeps it in process
-    return Call("POST", "/feedback", partial(_feedback_result, status=status), body, tool_id=tool_id)
+    return Call("POST", "/feedback", partial(_feedback_result, status=kept_status), body, tool_id=tool_id)
 
 
 def tools(unhealthy: bool) -> Call[list[ToolHealth]]:
