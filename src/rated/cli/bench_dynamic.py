@@ -19,7 +19,8 @@ from rated.cli.output import err_console
 from rated.errors import ConfigError
 
 if TYPE_CHECKING:  # for type hints only: the benchmark is imported when a command runs
-    from rated.bench.dynamic.runner import MethodSpec
+    from rated.bench.dynamic.runner import BenchConfig, Env, MethodSpec
+    from rated.encode.base import Encoder
 
 __all__ = ["register"]
 
@@ -234,7 +235,7 @@ def _check_params(label: str, policy: str, params: dict[str, Any], source: str) 
             raise ConfigError(f"{source} {label}.{name}={value}: expected a number")
 
 
-def _encoder(name: str):  # noqa: ANN202
+def _encoder(name: str) -> Encoder:
     if name == "hash":
         from rated.encode.testing import HashEncoder
 
@@ -245,7 +246,7 @@ def _encoder(name: str):  # noqa: ANN202
     return CachedEncoder(default_encoder(progress=True))
 
 
-def _env(args: argparse.Namespace):  # noqa: ANN202
+def _env(args: argparse.Namespace) -> Env:
     from rated.bench.dataset import load_dataset
     from rated.bench.dynamic.runner import Env
 
@@ -256,7 +257,7 @@ def _env(args: argparse.Namespace):  # noqa: ANN202
     return env
 
 
-def _config(args: argparse.Namespace, validation: bool):  # noqa: ANN202
+def _config(args: argparse.Namespace, validation: bool) -> BenchConfig:
     from rated.bench.dynamic.runner import BenchConfig, seeds_for
     from rated.bench.dynamic.scenarios import ScenarioConfig
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rated.cli.bench_group import get_bench_subparsers
 from rated.cli.outpath import check_out_file, writing
 from rated.cli.output import console
+
+if TYPE_CHECKING:  # the encoder is imported when a command runs
+    from rated.encode.base import Encoder
 
 __all__ = ["register"]
 
@@ -45,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=_offline)
 
 
-def _encoder(path: str | None, cache: bool):
+def _encoder(path: str | None, cache: bool) -> Encoder:
     from rated.bench.embcache import CachedEncoder
 
     if path is None:

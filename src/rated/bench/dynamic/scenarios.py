@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from rated.bench.dynamic.schedule import KINDS, Schedule
 from rated.errors import ConfigError
@@ -160,7 +161,17 @@ def paper_failing_set(
     return order[skip : skip + int(round(rate * n))]
 
 
-def _episodes(tools, start, end, p_fail, kind, hint, n_tools: int, steps: int) -> Schedule:
+def _episodes(
+    tools: np.ndarray | list[int],
+    start: ArrayLike,
+    end: ArrayLike,
+    p_fail: ArrayLike,
+    kind: ArrayLike,
+    hint: ArrayLike,
+    n_tools: int,
+    steps: int,
+) -> Schedule:
+    """One failure episode per tool of ``tools``; every other argument one value for all, or one each."""
     size = len(tools)
     as_arr = lambda v, dt: np.broadcast_to(np.asarray(v, dtype=dt), (size,)).copy()  # noqa: E731
     return Schedule(
