@@ -1,6 +1,8 @@
 """The static reliability prior ``r_static`` (paper-notes 1.2): a per-tool score from metadata only.
 
-``r_static = 0.5 * r_cons + 0.3 * w_src + 0.2 * r_qual``, and a tool is *reliable* when ``r_static >= 0.8``:
+``r_static = 0.5 * r_cons + 0.3 * w_src + 0.2 * r_qual``, and a tool is *reliable* when ``r_static >= 0.8``
+(judged on ``r_static`` to the 4 decimals a catalog stores, so that a stored row obeys this rule and
+``rated catalog stats``, which reads the stored value, counts the tools ``rated catalog build`` flags):
 
 - ``r_cons``: name/description consistency, the cosine of the encoder embeddings of the name (identifiers
   split into words) and of the description, clipped to [0, 1]; 0 when the description is empty;
@@ -54,6 +56,7 @@ DEFAULT_SOURCE_WEIGHT = 0.6
 WEIGHTS = (0.5, 0.3, 0.2)
 QUAL_WEIGHTS = (0.6, 0.4)
 RELIABLE_THRESHOLD = 0.8
+_STORED_DECIMALS = 4
 
 
 @dataclass(frozen=True)
@@ -91,10 +94,10 @@ class PriorResult:
     def record(self, i: int) -> dict[str, Any]:
         """The components of tool ``i`` as plain floats (for JSON and ``Tool.extra``)."""
         return {
-            "r_static": round(float(self.r_static[i]), 4),
-            "r_cons": round(float(self.r_cons[i]), 4),
-            "w_src": round(float(self.w_src[i]), 4),
-            "r_qual": round(float(self.r_qual[i]), 4),
+            "r_static": _stored(self.r_static[i]),
+            "r_cons": _stored(self.r_cons[i]),
+            "w_src": _stored(self.w_src[i]),
+            "r_qual": _stored(self.r_qual[i]),
             "reliable": bool(self.reliable[i]),
         }
 
@@ -130,14 +133,14 @@ def compute_prior(
     r_cons = _consistency(tools, encoder, batch_size=batch_size, progress=progress)
     w_src = np.array([source_weight(t) for t in tools], dtype=np.float64)
     r_static = WEIGHTS[0] * r_cons + WEIGHTS[1] * w_src + WEIGHTS[2] * r_qual
-    r_static = np.clip(r_static, 0.0, 1.0)
+    r_static = np.clip(r_static, 0.0, 1.0).astype(np.float32)
     return PriorResult(
         tool_ids=tuple(t.id for t in tools),
         r_cons=r_cons.astype(np.float32),
         w_src=w_src.astype(np.float32),
         r_qual=r_qual.astype(np.float32),
-        r_static=r_static.astype(np.float32),
-        reliable=r_static >= RELIABLE_THRESHOLD,
+        r_static=r_static,
+        reliable=np.array([_stored(v) >= RELIABLE_THRESHOLD for v in r_static], dtype=bool),
         stats=stats,
     )
 
@@ -178,6 +181,11 @@ def _consistency(tools: Sequence[Tool], encoder: Encoder, *, batch_size: int, pr
     # a plugged-in encoder may return NaN/inf for some text (e.g. mean pooling over zero tokens): no
     # evidence of consistency, not a NaN that would poison the fused ranking score
     return np.clip(np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0), 0.0, 1.0)
+
+
+def _stored(value: float | np.floating[Any]) -> float:
+    """A prior component as a catalog row stores it (and as the reliable flag is judged)."""
+    return round(float(value), _STORED_DECIMALS)
 
 
 def _z(x: np.ndarray, median: float, std: float) -> np.ndarray:
