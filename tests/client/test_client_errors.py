@@ -113,6 +113,17 @@ def test_a_busy_or_gone_store_is_the_store_error_naming_the_service(client, retr
     assert not isinstance(info.value, StoreBusyError)
 
 
+def test_a_stalled_store_is_the_store_error_naming_the_service(client, monkeypatch):
+    from rated.store.base import StoreTimeoutError
+
+    def stalled(*args: object, **kwargs: object) -> None:
+        raise StoreTimeoutError("redis://r:6379/0: no reply in time")
+
+    monkeypatch.setattr(Retriever, "retrieve", stalled)
+    with pytest.raises(StoreError, match=r"service at http://rated.test/retrieve: redis://r:6379/0: no"):
+        client.retrieve(QUERY)
+
+
 def test_a_bug_in_the_service_is_a_service_error(client, monkeypatch):
     def bug(*args: object, **kwargs: object) -> None:
         raise RuntimeError("secret internals")

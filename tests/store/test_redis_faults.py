@@ -25,8 +25,9 @@ class CuttingProxy:
     """A TCP proxy to a redis-server that, once armed, forwards the next EXEC and then cuts the connection
     before the server's reply comes back: the change is applied, the client never hears so."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, *, cut: bool = True) -> None:
         self.upstream = port
+        self.cut_after = cut  # False: keep the connection open and swallow the reply (a stall after EXEC)
         self.armed = False
         self.cuts = 0
         self.listener = socket.create_server(("127.0.0.1", 0))
@@ -55,6 +56,8 @@ class CuttingProxy:
                     dst.sendall(data)
                     time.sleep(0.2)  # the server applies it
                     self.cuts += 1
+                    if not self.cut_after:
+                        continue
                     for s in (src, dst):
                         s.shutdown(socket.SHUT_RDWR)
                     return
@@ -256,3 +259,57 @@ def test_endless_contention_is_a_store_busy_error_after_busy_timeout(redis_url):
     assert 0.3 <= time.monotonic() - started < 1.5 and len(calls) > 3
     assert store.outcomes() == [] and store.load_states(["n"]) == {"n": str(len(calls)).encode()}
     rival.close()
+
+
+def test_a_served_call_on_a_stalled_server_waits_one_timeout_not_two(redis_server):
+    """The service's reopen check (did a rebuild cause this error?) asked a stalled store again and
+    waited a second timeout: a request took 20 s, not the 10 s the README promises."""
+    from rated import Tool
+    from rated.encode.testing import HashEncoder
+    from rated.retriever import Retriever
+    from rated.service.reopen import Reopening
+
+    server = redis_server()
+    tools = [Tool(id="a", name="a", description="send an email"), Tool(id="b", name="b", description="rain")]
+    Retriever.from_catalog(tools, db=server.url, encoder=HashEncoder(32)).close()
+    with Retriever.open(server.url + "?socket_timeout=0.3", encoder=HashEncoder(32)) as retriever:
+        served = Reopening(retriever)
+        served.call(lambda r: r.retrieve("send an email", k=1))
+        timeouts = []
+        make_error = retriever.store._error
+
+        def counted(exc):
+            error = make_error(exc)
+            timeouts.append(error)
+            return error
+
+        retriever.store._error = counted
+        server.pause()
+        try:
+            for call in (
+                lambda r: r.retrieve("weather today", k=1),
+                lambda r: r.feedback("a", "success", query="q"),
+            ):
+                timeouts.clear()
+                with pytest.raises(StoreError, match="no reply in time"):
+                    served.call(call)
+                assert len(timeouts) == 1  # was 2: the reopen check's own read of the stalled store
+                with pytest.raises(StoreError, match="no reply in time"):
+                    served.probe(call)  # /health and a scrape: the same
+                assert len(timeouts) == 2
+        finally:
+            server.resume()
+
+
+def test_a_stall_after_exec_is_a_timeout_that_may_or_may_not_have_applied(redis_url):
+    from rated.store.base import StoreTimeoutError
+    from rated.store.redis import RedisStore
+
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    proxy = CuttingProxy(port, cut=False)
+    store = RedisStore(f"redis://127.0.0.1:{proxy.port}/0", namespace=f"x{uuid.uuid4().hex[:8]}", timeout=0.5)
+    store.update_states(["n"], _count)
+    proxy.armed = True
+    with pytest.raises(StoreTimeoutError, match="may or may not have been applied"):  # was a plain StoreError
+        store.update_states(["n"], _count)
+    proxy.close()

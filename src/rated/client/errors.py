@@ -71,6 +71,7 @@ _BY_NAME: dict[str, type[RatedError]] = {
     "ToolExistsError": CatalogError,  # its constructor takes ids, which the answer does not list apart
     "StoreError": StoreError,
     "CatalogChangedError": StoreError,
+    "StoreTimeoutError": StoreError,  # rated.store.base: a stalled Redis
     "StoreBusyError": StoreBusyError,
     "IndexFormatError": IndexFormatError,
     "ModelError": ModelError,

@@ -10,7 +10,8 @@ and its encoder or policy where the rebuild kept them) and retries the call once
 reopen (built with another custom encoder) keeps failing, with the reason and ``restart_hint``.
 
 It reopens only when the store's saved index settings differ from the ones the failing retriever serves:
-a store that is busy, gone, being rebuilt, or failing in another way gets its own error, not a reopen.
+a store that is busy, gone, being rebuilt, or failing in another way gets its own error, not a reopen
+(a stalled one, ``StoreTimeoutError``, is not even asked: that would wait out its timeout twice).
 The old retriever is dropped, not closed: it shares the store, which stays the opener's to close, and a
 call still running on it finishes (or fails and comes here too).
 
@@ -30,6 +31,7 @@ from typing import TypeVar
 from rated.errors import RatedError, StoreBusyError, StoreError
 from rated.retriever import Retriever
 from rated.retriever_setup import describe_db
+from rated.store.base import StoreTimeoutError
 from rated.store.meta import IndexMeta
 
 __all__ = ["Reopening"]
@@ -66,7 +68,7 @@ class Reopening:
         retriever = self._current
         try:
             return fn(retriever)
-        except StoreBusyError:
+        except (StoreBusyError, StoreTimeoutError):
             raise
         except StoreError:
             saved = _rebuilt(retriever)
@@ -85,6 +87,8 @@ class Reopening:
             return fn(retriever)
         except StoreBusyError:
             raise  # retryable as it is
+        except StoreTimeoutError:
+            raise  # the store is stalled: asking it whether the index was rebuilt would wait as long again
         except StoreError as exc:
             fresh = self._reopened(retriever, exc)
         return fn(fresh)

@@ -25,6 +25,7 @@ __all__ = [
     "OutcomeStats",
     "StateStore",
     "Store",
+    "StoreTimeoutError",
     "StoredCatalog",
 ]
 
@@ -42,6 +43,11 @@ class LastToolError(ConfigError):
 class CatalogChangedError(StoreError):
     """The index was rebuilt (other settings: encoder, prior statistics) after the caller planned a change
     for it; raised by a ``put_tools`` ``check_meta``, the change is not stored."""
+
+
+class StoreTimeoutError(StoreError):
+    """The store gave no reply within its timeout (a stalled Redis): asking it anything else at once,
+    such as whether the index was rebuilt, would only wait that long again."""
 
 
 @dataclass(frozen=True)

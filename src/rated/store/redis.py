@@ -11,7 +11,7 @@ A lost connection is never retried blindly: reads are retried once (a pooled con
 on restart), a transaction is re-run only when the connection broke before EXEC was sent, and a connection
 lost after EXEC was sent is a ``StoreError`` saying the change may or may not have been applied (re-running
 it could count one feedback twice). Every call gives up after ``timeout`` seconds without a reply (a
-stalled server is a ``StoreError``, never a hang); ``?socket_timeout=`` in the URL overrides it. The
+stalled server is a ``StoreTimeoutError``, never a hang); ``?socket_timeout=`` in the URL overrides it. The
 URL's query belongs to redis-py: an unknown key is a ``ConfigError`` when the store opens (``open_store``
 takes rated's own ``?rated_*`` keys out first, see ``rated.store.redis_url``).
 
@@ -48,6 +48,7 @@ from rated.store.base import (
     OutcomeRecord,
     OutcomeStats,
     StoredCatalog,
+    StoreTimeoutError,
 )
 from rated.store.redis_url import redact_url as _redact
 from rated.store.redis_url import unknown_option
@@ -233,6 +234,7 @@ class RedisStore:
             return StoreError(f"{self._where}: {text} (another application or index under this namespace?)")
         elif isinstance(exc, self._redis.TimeoutError):
             text = f"no reply in time ({text}): is the server overloaded or stalled?"
+            return StoreTimeoutError(f"{self.url}: {text}")
         return StoreError(f"{self.url}: {text}")
 
     def _wrong_type(self) -> str | None:
@@ -288,7 +290,8 @@ class RedisStore:
     def _after_lost_connection(self, exc: Exception, sent: bool, reconnected: bool) -> bool:
         """Whether a transaction may run again after its connection broke (else raise ``StoreError``)."""
         if sent:
-            raise StoreError(
+            lost = StoreTimeoutError if isinstance(exc, self._redis.TimeoutError) else StoreError
+            raise lost(
                 f"{self.url}: connection lost while committing ({exc}); the change may or may not have "
                 "been applied"
             ) from None
