@@ -31,7 +31,7 @@ def _with_examples() -> list[str]:
             module = importlib.import_module(name)
         except ImportError as exc:
             # an optional extra this environment lacks (torch; fastapi without the service extra): its
-            # modules' examples are not this environment's to run; a rated module that fails to import is
+            # modules' examples are not this environment's to run; a rated module failing to import is a bug
             missing = (exc.name or "").split(".")[0]
             if name.startswith(_OPTIONAL) or (missing and missing != "rated"):
                 continue
