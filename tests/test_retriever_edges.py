@@ -112,7 +112,7 @@ class _StrDim(ScaledEncoder):
 
 @pytest.mark.parametrize(
     ("encoder", "match"),
-    [("hash-32", "must implement rated.encode.Encoder"), (_NoName(), "got _NoName"), (_StrDim(), "dim '24'")],
+    [(32, "must implement rated.encode.Encoder"), (_NoName(), "got _NoName"), (_StrDim(), "dim '24'")],
 )
 def test_an_object_that_is_not_an_encoder_is_a_config_error(encoder, match):
     with pytest.raises(ConfigError, match=match):

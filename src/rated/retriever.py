@@ -118,10 +118,14 @@ class Retriever(OutcomeReports, CatalogChanges):
         cls,
         path_or_tools: str | Path | Sequence[Tool | Mapping[str, Any]],
         db: str | Path | Store | None = None,
-        encoder: Encoder | None = None,
+        encoder: Encoder | str | None = None,
         **config: Any,
     ) -> Retriever:
         """Encode and index a catalog into ``db`` (None: in memory; a path: SQLite; ``redis://...``).
+
+        ``encoder``: an ``Encoder``, or a name as ``rated index --encoder`` takes it (``"default"``, the
+        embedded MiniLM, also used when None; ``"hash"`` / ``"hash-DIM"``, a fast fake for tests; or an ONNX
+        model folder: ``rated.encode.encoder_from_spec``).
 
         ``config``: ``policy`` (a name or a Policy instance, default ``"rated"``; an instance is a template:
         the retriever learns in its own copy, ``retriever.policy``), ``policy_params``,
@@ -154,7 +158,7 @@ class Retriever(OutcomeReports, CatalogChanges):
         policy = setup.build_policy(policy_arg, policy_params)
         tools = setup.as_tools(path_or_tools)
         encoder = setup.check_encoder_object(
-            encoder if encoder is not None else setup.default_encoder(progress)
+            encoder if encoder is not None else setup.default_encoder(progress), progress=progress
         )
 
         store = open_store(db, create=True, **store_options)
@@ -195,7 +199,7 @@ class Retriever(OutcomeReports, CatalogChanges):
     def open(
         cls,
         db: str | Path | Store,
-        encoder: Encoder | None = None,
+        encoder: Encoder | str | None = None,
         *,
         policy: Policy | None = None,
         clock: Callable[[], float] = time.time,
@@ -205,11 +209,11 @@ class Retriever(OutcomeReports, CatalogChanges):
     ) -> Retriever:
         """Reopen an index: stored embeddings, prior, policy and learned state; nothing is re-encoded.
 
-        The encoder defaults to the one the index was built with (checked by name, size and weights);
-        ``policy`` is needed only for a custom policy that rated's registry does not know. ``retired``
-        replaces, in this process only, the rule for retired endpoints saved with the index (``False``
-        switches it off here; the evidence other processes gather is shared all the same). Store options
-        as for ``from_catalog``.
+        The encoder (an ``Encoder`` or a name, as for ``from_catalog``) defaults to the one the index was
+        built with (checked by name, size and weights); ``policy`` is needed only for a custom policy that
+        rated's registry does not know. ``retired`` replaces, in this process only, the rule for retired
+        endpoints saved with the index (``False`` switches it off here; the evidence other processes gather
+        is shared all the same). Store options as for ``from_catalog``.
 
         Stored tool records are not validated here but each when its tool is first needed (then kept):
         when it is among a query's candidates, named by ``feedback``/``track``/``health``/``tool``, listed

@@ -269,8 +269,14 @@ def unit_rows(vectors: Any, n: int, dim: int, source: str, what: str) -> np.ndar
     return arr
 
 
-def check_encoder_object(encoder: Any) -> Encoder:
-    """A clear ``ConfigError`` (not an AttributeError later) for something that is not an ``Encoder``."""
+def check_encoder_object(encoder: Encoder | str | Any, *, progress: bool = False) -> Encoder:
+    """The encoder an ``encoder=`` argument means: a name (``default``, ``hash[-DIM]``, an ONNX model folder)
+    resolved as ``rated index --encoder`` resolves it (``rated.encode.spec``), and a clear ``ConfigError``
+    (not an AttributeError later) for something that is not an ``Encoder``."""
+    if isinstance(encoder, str):
+        from rated.encode.spec import encoder_from_spec
+
+        encoder = encoder_from_spec(encoder, progress=progress)
     if not isinstance(encoder, Encoder):
         raise ConfigError(
             f"encoder must implement rated.encode.Encoder (name, dim, encode_queries, encode_tools), "
@@ -333,8 +339,9 @@ def _default_model_name() -> str:
     return MINILM.name
 
 
-def check_encoder(encoder: Encoder | None, saved: EncoderIdentity, where: str) -> Encoder:
-    """The given encoder if it matches the index, else the one the index was built with."""
+def check_encoder(encoder: Encoder | str | None, saved: EncoderIdentity, where: str) -> Encoder:
+    """The given encoder (or the one its name means) if it matches the index, else the one the index was
+    built with."""
     if encoder is None:
         match = _HASH_ENCODER.match(saved.name)
         if match:
@@ -361,7 +368,7 @@ def check_encoder(encoder: Encoder | None, saved: EncoderIdentity, where: str) -
                 f"{where} was indexed with encoder {saved}{missing}, which rated cannot load by itself: "
                 "pass that encoder (encoder=...)"
             )
-    check_encoder_object(encoder)
+    encoder = check_encoder_object(encoder)
     found = EncoderIdentity.of(encoder)
     if not found.same_embeddings(saved):
         raise ConfigError(

@@ -52,6 +52,7 @@ from rated import object_calls
 from rated import retriever_setup as setup
 from rated.catalog.export import ExportFormat, ToolDefinitions, tool_definitions
 from rated.catalog.objects import ToolObject, read_objects
+from rated.encode.base import Encoder
 from rated.errors import ConfigError, RemovedToolError, ToolExistsError, UnknownToolError
 from rated.hits import Hit
 from rated.retriever import Retriever, SyncReport
@@ -109,7 +110,10 @@ class Toolbox:
     learned); by default they stay, and ``select`` never returns them. Options of ``Retriever.from_catalog``
     (``policy``, ``candidates``, ``clock``, store options ...) build a new index; opening one, the options
     it was built with must match or be left out (``overwrite=True`` rebuilds it, losing its learned
-    state). ``source`` and ``provider`` are those of ``rated.catalog.objects.tools_from_objects``.
+    state). ``encoder``: an ``Encoder`` or a name (``"default"``, ``"hash-64"``, an ONNX model folder), as
+    ``Retriever.from_catalog`` takes it; None is the default model for a new index and the index's own
+    encoder for one ``db`` holds. ``source`` and ``provider`` are those of
+    ``rated.catalog.objects.tools_from_objects``.
 
     ``add_tools`` and ``remove_tools`` change the tools while the agent runs; ``select``, ``run`` and
     ``definitions`` follow at once, and may be called from other threads meanwhile. A tool id may be typed
@@ -122,7 +126,7 @@ class Toolbox:
         objects: Iterable[Any],
         db: str | Path | Store | None = None,
         *,
-        encoder: Any = None,
+        encoder: Encoder | str | None = None,
         source: str | None = None,
         provider: str | None = None,
         prune: bool = False,
@@ -490,9 +494,11 @@ class Toolbox:
 
 # ---- building or opening the index -------------------------------------------------------------------
 def _index(
-    tools: list[Any], db: Any, encoder: Any, config: dict[str, Any], prune: bool
+    tools: list[Any], db: Any, encoder: Encoder | str | None, config: dict[str, Any], prune: bool
 ) -> tuple[Retriever, SyncReport | None]:
     """A new index of ``tools`` in ``db``, or the one ``db`` holds, synced to them (and its report)."""
+    if encoder is not None:  # a name resolved (a model folder loaded) once, and refused before ``db`` opens
+        encoder = setup.check_encoder_object(encoder, progress=bool(config.get("progress")))
     if db is None or config.get("overwrite"):
         return Retriever.from_catalog(tools, db, encoder, **config), None
     store_options = {k: config.pop(k) for k in _STORE_OPTIONS if k in config}

@@ -236,14 +236,15 @@ def _check_params(label: str, policy: str, params: dict[str, Any], source: str) 
 
 
 def _encoder(name: str) -> Encoder:
+    """``hash`` or ``default`` (argparse's choices), the real model's embeddings cached on disk."""
+    from rated.encode import encoder_from_spec
+
+    encoder = encoder_from_spec(name, progress=True)
     if name == "hash":
-        from rated.encode.testing import HashEncoder
-
-        return HashEncoder(dim=256)
+        return encoder
     from rated.bench.embcache import CachedEncoder
-    from rated.encode import default_encoder
 
-    return CachedEncoder(default_encoder(progress=True))
+    return CachedEncoder(encoder)
 
 
 def _env(args: argparse.Namespace) -> Env:

@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--encoder",
         default="default",
-        help="'default' (embedded all-MiniLM-L6-v2), 'hash' (fast fake, for tests) or an ONNX model folder",
+        help="'default' (embedded all-MiniLM-L6-v2), 'hash' or 'hash-DIM' (fast fake, for tests) or an "
+        "ONNX model folder",
     )
     p.add_argument("--policy", default="rated", help="re-ranking policy (see rated.policy.POLICIES)")
     p.add_argument("--candidates", type=int, default=10, help="semantic top-K the policy re-ranks (10)")
@@ -187,12 +188,13 @@ class _IndexSummary(TypedDict):
 
 
 def _index(args: argparse.Namespace) -> int:
+    from rated.encode import encoder_from_spec
     from rated.retriever import Retriever
     from rated.retriever_setup import describe_db
 
     given = {"dense_kind": args.dense, "hnsw_threshold": args.hnsw_threshold}
     semantic = {key: value for key, value in given.items() if value is not None}  # else the defaults
-    encoder = _encoder(args.encoder, progress=not args.json)
+    encoder = encoder_from_spec(args.encoder, progress=not args.json)
     start = time.perf_counter()
     try:
         built = Retriever.from_catalog(
@@ -412,26 +414,6 @@ def _overflow(col: str) -> Any:
     """A narrow terminal wraps a tool id onto more lines, never cuts it to 'outlook.s…': people copy it
     into ``rated feedback``."""
     return "fold" if col == "tool" else "ellipsis"
-
-
-def _encoder(spec: str, progress: bool) -> Any:
-    """``default`` -> the embedded MiniLM; ``hash[-DIM]`` -> HashEncoder; otherwise an ONNX model folder."""
-    if spec == "default":
-        from rated.encode import default_encoder
-
-        return default_encoder(progress=progress)
-    if spec == "hash" or spec.startswith("hash-"):
-        from rated.encode.testing import HashEncoder
-
-        dim = spec.removeprefix("hash").lstrip("-") or "256"
-        if not dim.isdigit():
-            raise ConfigError(f"--encoder {spec!r}: expected 'hash' or 'hash-DIM'")
-        return HashEncoder(dim=int(dim))
-    if not os.path.isdir(spec):
-        raise ConfigError(f"--encoder {spec!r}: not 'default', 'hash' or an existing ONNX model folder")
-    from rated.encode.onnx import OnnxEncoder
-
-    return OnnxEncoder.load(spec)
 
 
 def _retired(status: RetiredStatus | None) -> str:

@@ -1,4 +1,5 @@
-"""Encoders: the interface, the embedded ONNX MiniLM default, and (with the train extra) fine-tuning."""
+"""Encoders: the interface, the embedded ONNX MiniLM default, encoders by name (``encoder_from_spec``:
+``default``, ``hash[-DIM]`` or a model folder), and (with the train extra) fine-tuning."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import threading
 from typing import TYPE_CHECKING
 
 from rated.encode.base import Encoder
+from rated.encode.spec import encoder_from_spec
 
 if TYPE_CHECKING:
     from rated.encode.onnx import OnnxEncoder
 
-__all__ = ["INT8_ENV", "Encoder", "default_encoder", "int8_from_env"]
+__all__ = ["INT8_ENV", "Encoder", "default_encoder", "encoder_from_spec", "int8_from_env"]
 
 INT8_ENV = "RATED_ENCODER_INT8"
 _defaults: dict[bool, OnnxEncoder] = {}
