@@ -118,7 +118,7 @@ class Retriever(OutcomeReports, CatalogChanges):
         cls,
         path_or_tools: str | Path | Sequence[Tool | Mapping[str, Any]],
         db: str | Path | Store | None = None,
-        encoder: Encoder | str | None = None,
+        encoder: Encoder | str | Path | None = None,
         **config: Any,
     ) -> Retriever:
         """Encode and index a catalog into ``db`` (None: in memory; a path: SQLite; ``redis://...``).
@@ -199,7 +199,7 @@ class Retriever(OutcomeReports, CatalogChanges):
     def open(
         cls,
         db: str | Path | Store,
-        encoder: Encoder | str | None = None,
+        encoder: Encoder | str | Path | None = None,
         *,
         policy: Policy | None = None,
         clock: Callable[[], float] = time.time,

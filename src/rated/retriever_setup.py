@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -269,14 +270,16 @@ def unit_rows(vectors: Any, n: int, dim: int, source: str, what: str) -> np.ndar
     return arr
 
 
-def check_encoder_object(encoder: Encoder | str | Any, *, progress: bool = False) -> Encoder:
-    """The encoder an ``encoder=`` argument means: a name (``default``, ``hash[-DIM]``, an ONNX model folder)
-    resolved as ``rated index --encoder`` resolves it (``rated.encode.spec``), and a clear ``ConfigError``
-    (not an AttributeError later) for something that is not an ``Encoder``."""
-    if isinstance(encoder, str):
+def check_encoder_object(
+    encoder: Encoder | str | os.PathLike[str] | Any, *, progress: bool = False
+) -> Encoder:
+    """The encoder an ``encoder=`` argument means: a name (``default``, ``hash[-DIM]``, an ONNX model folder,
+    as a ``str`` or a ``Path``) resolved as ``rated index --encoder`` resolves it (``rated.encode.spec``),
+    and a clear ``ConfigError`` (not an AttributeError later) for something that is not an ``Encoder``."""
+    if isinstance(encoder, (str, os.PathLike)):
         from rated.encode.spec import encoder_from_spec
 
-        encoder = encoder_from_spec(encoder, progress=progress)
+        encoder = encoder_from_spec(os.fspath(encoder), progress=progress)
     if not isinstance(encoder, Encoder):
         raise ConfigError(
             f"encoder must implement rated.encode.Encoder (name, dim, encode_queries, encode_tools), "
@@ -339,7 +342,9 @@ def _default_model_name() -> str:
     return MINILM.name
 
 
-def check_encoder(encoder: Encoder | str | None, saved: EncoderIdentity, where: str) -> Encoder:
+def check_encoder(
+    encoder: Encoder | str | os.PathLike[str] | None, saved: EncoderIdentity, where: str
+) -> Encoder:
     """The given encoder (or the one its name means) if it matches the index, else the one the index was
     built with."""
     if encoder is None:

@@ -126,7 +126,7 @@ class Toolbox:
         objects: Iterable[Any],
         db: str | Path | Store | None = None,
         *,
-        encoder: Encoder | str | None = None,
+        encoder: Encoder | str | Path | None = None,
         source: str | None = None,
         provider: str | None = None,
         prune: bool = False,
@@ -494,7 +494,7 @@ class Toolbox:
 
 # ---- building or opening the index -------------------------------------------------------------------
 def _index(
-    tools: list[Any], db: Any, encoder: Encoder | str | None, config: dict[str, Any], prune: bool
+    tools: list[Any], db: Any, encoder: Encoder | str | Path | None, config: dict[str, Any], prune: bool
 ) -> tuple[Retriever, SyncReport | None]:
     """A new index of ``tools`` in ``db``, or the one ``db`` holds, synced to them (and its report)."""
     if encoder is not None:  # a name resolved (a model folder loaded) once, and refused before ``db`` opens

@@ -45,6 +45,13 @@ def test_a_model_folder_is_loaded(tiny_model_dir):
     assert encoder.model_dir == tiny_model_dir
 
 
+def test_the_library_takes_a_model_folder_as_a_path_too(tiny_model_dir):
+    from rated.retriever_setup import check_encoder_object
+
+    encoder = check_encoder_object(tiny_model_dir)  # a pathlib.Path, as a caller builds one
+    assert isinstance(encoder, OnnxEncoder) and encoder.model_dir == tiny_model_dir
+
+
 @pytest.mark.parametrize("progress", [True, False])
 def test_default_is_the_embedded_model_prepared_with_the_callers_progress(monkeypatch, progress):
     asked = []
