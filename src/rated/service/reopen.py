@@ -36,6 +36,10 @@ from rated.store.meta import IndexMeta
 
 __all__ = ["Reopening"]
 
+# errors that say nothing about a rebuild, raised as they are: busy (retryable as it is), stalled (asking the
+# store whether the index was rebuilt would wait out its timeout again)
+_NOT_A_REBUILD = (StoreBusyError, StoreTimeoutError)
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -68,7 +72,7 @@ class Reopening:
         retriever = self._current
         try:
             return fn(retriever)
-        except (StoreBusyError, StoreTimeoutError):
+        except _NOT_A_REBUILD:
             raise
         except StoreError:
             saved = _rebuilt(retriever)
@@ -85,10 +89,8 @@ class Reopening:
         retriever = self._current
         try:
             return fn(retriever)
-        except StoreBusyError:
-            raise  # retryable as it is
-        except StoreTimeoutError:
-            raise  # the store is stalled: asking it whether the index was rebuilt would wait as long again
+        except _NOT_A_REBUILD:
+            raise
         except StoreError as exc:
             fresh = self._reopened(retriever, exc)
         return fn(fresh)
